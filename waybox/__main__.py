@@ -1,0 +1,3 @@
+from waybox.cli import run
+
+run()

@@ -1,0 +1,222 @@
+"""The archive folders: each Snapshot's `index.json`, and rebuilding the database from them.
+
+The folders alone must be enough to rebuild the database, so `index.json` carries the
+Snapshot, its Crawl's settings, its tags and every ArchiveResult.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from waybox import __version__
+from waybox.datadir import DataDir
+from waybox.models import ArchiveResult, Crawl, Snapshot, Tag
+
+INDEX_FILENAME = "index.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, default=str, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _parse_dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def result_dict(result: ArchiveResult) -> dict[str, Any]:
+    return {
+        "id": str(result.id),
+        "plugin": result.plugin,
+        "hook_name": result.hook_name,
+        "status": result.status,
+        "attempts": result.attempts,
+        "retry_at": _iso(result.retry_at),
+        "output_str": result.output_str,
+        "output_json": result.output_json,
+        "output_files": result.output_files,
+        "started_at": _iso(result.started_at),
+        "ended_at": _iso(result.ended_at),
+    }
+
+
+def crawl_dict(crawl: Crawl) -> dict[str, Any]:
+    return {
+        "id": str(crawl.id),
+        "status": crawl.status,
+        "source": crawl.source,
+        "max_depth": crawl.max_depth,
+        "tags_str": crawl.tags_str,
+        "config": crawl.config,
+        "created_at": _iso(crawl.created_at),
+        "started_at": _iso(crawl.started_at),
+        "ended_at": _iso(crawl.ended_at),
+    }
+
+
+def snapshot_dict(
+    snapshot: Snapshot, tags: list[str], results: list[ArchiveResult], crawl: Crawl
+) -> dict[str, Any]:
+    return {
+        "waybox_version": __version__,
+        "id": str(snapshot.id),
+        "url": snapshot.url,
+        "title": snapshot.title,
+        "status": snapshot.status,
+        "current_step": snapshot.current_step,
+        "depth": snapshot.depth,
+        "parent_id": str(snapshot.parent_id) if snapshot.parent_id else None,
+        "tags": tags,
+        "config": snapshot.config,
+        "bookmarked_at": _iso(snapshot.bookmarked_at),
+        "created_at": _iso(snapshot.created_at),
+        "started_at": _iso(snapshot.started_at),
+        "ended_at": _iso(snapshot.ended_at),
+        "crawl": crawl_dict(crawl),
+        "results": [result_dict(r) for r in results],
+    }
+
+
+def write_snapshot_index(datadir: DataDir, snapshot: Snapshot) -> Path:
+    """Refresh `archive/<id>/index.json` from the database."""
+    tags = [t.name for t in snapshot.tags.all()]
+    results = list(snapshot.results.order_by("hook_name"))
+    path = datadir.snapshot_dir(snapshot.id) / INDEX_FILENAME
+    write_json_atomic(path, snapshot_dict(snapshot, tags, results, snapshot.crawl))
+    return path
+
+
+# -- rebuild ------------------------------------------------------------------------------
+
+
+@dataclass
+class RebuildReport:
+    snapshots: int = 0
+    crawls: int = 0
+    results: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _resumable(status: str, queued: str) -> str:
+    """Work that was in flight when the database was lost is queued again."""
+    return queued if status in ("started", "backoff") else status
+
+
+def _restore_crawl(data: dict[str, Any], created: set[str]) -> Crawl:
+    crawl_id = data["id"]
+    crawl, made = Crawl.objects.get_or_create(
+        id=crawl_id,
+        defaults={
+            "status": data.get("status", "sealed"),
+            "retry_at": None if data.get("status") == "sealed" else timezone.now(),
+            "source": data.get("source", ""),
+            "max_depth": data.get("max_depth", 0),
+            "tags_str": data.get("tags_str", ""),
+            "config": data.get("config") or {},
+            "created_at": _parse_dt(data.get("created_at")) or timezone.now(),
+            "started_at": _parse_dt(data.get("started_at")),
+            "ended_at": _parse_dt(data.get("ended_at")),
+            "urls": "",
+        },
+    )
+    if made:
+        created.add(crawl_id)
+    return crawl
+
+
+def restore_snapshot(data: dict[str, Any], created_crawls: set[str]) -> tuple[Snapshot, int]:
+    """Upsert one Snapshot (and its Crawl, tags and results) from a parsed index.json."""
+    if not isinstance(data, dict) or "id" not in data or "url" not in data or "crawl" not in data:
+        raise ValueError("missing id, url or crawl")
+    crawl = _restore_crawl(data["crawl"], created_crawls)
+    status = _resumable(data.get("status", "queued"), Snapshot.Status.QUEUED)
+    snapshot, _ = Snapshot.objects.update_or_create(
+        id=data["id"],
+        defaults={
+            "url": data["url"],
+            "crawl": crawl,
+            "title": data.get("title") or "",
+            "status": status,
+            "retry_at": None if status == Snapshot.Status.SEALED else timezone.now(),
+            "current_step": data.get("current_step", 0) if status != Snapshot.Status.QUEUED else 0,
+            "depth": data.get("depth", 0),
+            "config": data.get("config") or {},
+            "bookmarked_at": _parse_dt(data.get("bookmarked_at")),
+            "created_at": _parse_dt(data.get("created_at")) or timezone.now(),
+            "started_at": _parse_dt(data.get("started_at")),
+            "ended_at": _parse_dt(data.get("ended_at")),
+        },
+    )
+    tags = [Tag.objects.get_or_create(name=name)[0] for name in data.get("tags", []) if name]
+    snapshot.tags.set(tags)
+    for r in data.get("results", []):
+        r_status = _resumable(r.get("status", "queued"), ArchiveResult.Status.QUEUED)
+        ArchiveResult.objects.update_or_create(
+            id=r["id"],
+            defaults={
+                "snapshot": snapshot,
+                "plugin": r["plugin"],
+                "hook_name": r["hook_name"],
+                "status": r_status,
+                "attempts": r.get("attempts", 0),
+                "retry_at": None if r_status in ArchiveResult.FINAL_STATES else timezone.now(),
+                "output_str": r.get("output_str") or "",
+                "output_json": r.get("output_json"),
+                "output_files": r.get("output_files") or [],
+                "started_at": _parse_dt(r.get("started_at")),
+                "ended_at": _parse_dt(r.get("ended_at")),
+            },
+        )
+    return snapshot, len(data.get("results", []))
+
+
+def rebuild_from_archive(datadir: DataDir) -> RebuildReport:
+    """Recreate rows from every `archive/*/index.json`; a bad folder is reported, not fatal."""
+    report = RebuildReport()
+    created_crawls: set[str] = set()
+    seeds: dict[str, list[str]] = {}
+    folders = sorted(p for p in datadir.archive.iterdir() if p.is_dir()) if datadir.archive.exists() else []
+    for folder in folders:
+        index = folder / INDEX_FILENAME
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+            with transaction.atomic():
+                snapshot, n_results = restore_snapshot(data, created_crawls)
+        except FileNotFoundError:
+            report.errors.append(f"{folder}: no {INDEX_FILENAME}")
+            continue
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, KeyError, TypeError) as err:
+            report.errors.append(f"{index}: {type(err).__name__}: {err}")
+            continue
+        if str(snapshot.id) != folder.name:
+            report.errors.append(f"{index}: id {snapshot.id} does not match its folder name (restored anyway)")
+        report.snapshots += 1
+        report.results += n_results
+        if snapshot.depth == 0:
+            seeds.setdefault(str(snapshot.crawl_id), []).append(snapshot.url)
+    for crawl_id in created_crawls:
+        Crawl.objects.filter(id=crawl_id).update(urls="\n".join(seeds.get(crawl_id, [])))
+    report.crawls = len(created_crawls)
+    return report

@@ -1,0 +1,129 @@
+"""The `waybox` command.
+
+Machine-readable output goes alone to stdout; progress and logs go to stderr. Every command
+that touches a collection goes through `App.boot()`, which starts Django and records the
+command as a Process row.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cached_property
+
+import click
+from rich.console import Console
+
+from waybox.config import Config, ConfigError, load_config
+from waybox.datadir import DataDir, resolve_data_dir
+
+err_console = Console(stderr=True, highlight=False)
+out_console = Console(highlight=False, soft_wrap=True)
+
+
+class App:
+    """What a command needs: the data directory, its config, and a started Django."""
+
+    def __init__(self, data_dir: str | None):
+        self.datadir: DataDir = resolve_data_dir(data_dir)
+        self.booted = False
+
+    @cached_property
+    def config(self) -> Config:
+        config = load_config(self.datadir)
+        for warning in config.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}")
+        return config
+
+    def require_collection(self) -> None:
+        if not self.datadir.is_collection():
+            raise click.ClickException(
+                f"{self.datadir.root} is not a waybox collection: run `waybox init` there, "
+                "or pass --data-dir / set WAYBOX_DATA_DIR"
+            )
+
+    def boot(self, *, require: bool = True, process_type: str = "cli") -> None:
+        """Start Django on this collection and register this command as a Process."""
+        if self.booted:
+            return
+        if require:
+            self.require_collection()
+        from waybox.settings import setup_django
+
+        setup_django(self.datadir, self.config["DATABASE_URL"])
+        self.booted = True
+        if self.datadir.db_file.exists() or self.config["DATABASE_URL"]:
+            self.register_process(process_type)
+
+    def register_process(self, process_type: str) -> None:
+        from waybox.models.process import register_entry_point
+
+        register_entry_point(process_type)
+
+
+pass_app = click.make_pass_decorator(App)
+
+
+class WayboxGroup(click.Group):
+    """Turns the errors a user can cause into one clear line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ConfigError as err:
+            err_console.print(f"[red]config error:[/] {err}")
+            sys.exit(2)
+        except BrokenPipeError:
+            # stdout closed early (e.g. `waybox list | head`): not an error worth a trace
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
+
+
+@click.group(cls=WayboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Collection folder (default: $WAYBOX_DATA_DIR, else the current directory).",
+)
+@click.version_option(package_name="waybox", message="waybox %(version)s")
+@click.pass_context
+def main(ctx: click.Context, data_dir: str | None) -> None:
+    """waybox: a self-hosted web archiver."""
+    ctx.obj = App(data_dir)
+
+
+def run() -> None:
+    """The console entry point: runs a command and records how this process ended."""
+    try:
+        main(standalone_mode=True)
+    except SystemExit as exit_:
+        _record_exit(exit_.code)
+        raise
+    except BaseException:
+        _record_exit(1)
+        raise
+
+
+def _record_exit(code: object) -> None:
+    from django.conf import settings
+
+    if not settings.configured:
+        return
+    from waybox.models.process import register_exit
+
+    try:
+        register_exit(code)
+    except Exception as err:  # the database may be what failed; the exit code must still go out
+        err_console.print(f"[yellow]warning:[/] could not record exit: {err}")
+
+
+def _register_commands() -> None:
+    from waybox.cli import add, collection, config_cmd, listing, manage, process_cmd
+
+    for module in (add, collection, config_cmd, listing, manage, process_cmd):
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register_commands()

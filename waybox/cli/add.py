@@ -1,0 +1,80 @@
+"""`waybox add`: queue URLs as one Crawl, then (unless --bg) archive them in the foreground."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from waybox.cli import App, err_console, pass_app
+from waybox.config import check_overrides
+from waybox.urlinput import Rejected, parse_url_lines, split_valid
+
+
+def read_input(urls: tuple[str, ...], file: str | None) -> tuple[list[str], list[Rejected], str]:
+    """URLs from arguments, a file, or stdin (`-`), with every rejected line and its reason."""
+    items: list = []
+    sources: list[str] = []
+    args = [u for u in urls if u != "-"]
+    if args:
+        items += parse_url_lines(args, "argument")
+        sources.append("arguments")
+    if "-" in urls or file == "-":
+        items += parse_url_lines(sys.stdin.read().splitlines(), "stdin")
+        sources.append("stdin")
+    elif file:
+        path = Path(file)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as err:
+            raise click.ClickException(f"cannot read {file}: {err.strerror or err}") from None
+        items += parse_url_lines(text.splitlines(), str(path))
+        sources.append(str(path.resolve()))
+    valid, rejected = split_valid(items)
+    return valid, rejected, ", ".join(sources)
+
+
+@click.command()
+@click.argument("urls", nargs=-1)
+@click.option("--file", "-f", "file", type=str, default=None, help="Read URLs from a file (- for stdin).")
+@click.option("--depth", "-d", type=click.IntRange(0, 10), default=0, show_default=True,
+              help="Follow discovered links this many levels deep.")
+@click.option("--tag", "-t", "tags", multiple=True, help="Tag every Snapshot (repeat or comma-separate).")
+@click.option("--plugins", default="", help="Comma-separated plugins to run for this Crawl only.")
+@click.option("--bg", is_flag=True, help="Only queue the Crawl; a running `waybox run` archives it.")
+@pass_app
+def add(app: App, urls: tuple[str, ...], file: str | None, depth: int, tags: tuple[str, ...],
+        plugins: str, bg: bool) -> None:
+    """Archive URLs given as arguments, in --file, or on stdin (-)."""
+    if not urls and not file:
+        raise click.UsageError("give URLs, --file PATH, or - to read stdin")
+    app.boot()
+    valid, rejected, source = read_input(urls, file)
+    for r in rejected:
+        err_console.print(f"[yellow]skipped[/] {r.where}: {r.text!r}: {r.reason}")
+    if not valid:
+        raise click.ClickException("no valid URLs to add")
+    overrides: dict = {}
+    if plugins:
+        overrides["PLUGINS"] = plugins
+        unknown = {p.strip() for p in plugins.split(",") if p.strip()} - set(app.config.registry.plugins)
+        if unknown:
+            raise click.ClickException(f"--plugins: unknown plugin(s) {', '.join(sorted(unknown))}")
+    check_overrides(app.config, overrides, "--plugins")
+
+    from waybox.enqueue import create_crawl
+
+    crawl = create_crawl(app.datadir, valid, depth=depth, tags=tags, config=overrides, source=source)
+    err_console.print(
+        f"queued crawl [bold]{crawl.id}[/] with {len(valid)} URL(s)"
+        + (f", {len(rejected)} skipped" if rejected else "")
+    )
+    click.echo(str(crawl.id))
+    if not bg:
+        from waybox.engine.foreground import archive_in_foreground
+
+        sys.exit(archive_in_foreground(app, crawl))
+
+
+COMMANDS = [add]

@@ -1,0 +1,19 @@
+"""`waybox manage ...`: Django's management commands on this collection."""
+
+import click
+
+from waybox.cli import App, pass_app
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@pass_app
+def manage(app: App, args: tuple[str, ...]) -> None:
+    """Run a Django management command (e.g. `waybox manage createsuperuser`)."""
+    app.boot()
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(["waybox manage", *args])
+
+
+COMMANDS = [manage]

@@ -1,0 +1,1 @@
+"""The engine: state machines, the orchestrator and its actors, and the hook runner."""
