@@ -33,6 +33,10 @@ class ArchiveResult(Row):
     process = models.ForeignKey(
         "waybox.Process", null=True, blank=True, on_delete=models.SET_NULL, related_name="archiveresults"
     )
+    lease_owner = models.ForeignKey(
+        "waybox.Process", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The worker holding this object until retry_at.",
+    )
     output_str = models.TextField(blank=True)
     output_json = models.JSONField(null=True, blank=True)
     output_files = models.JSONField(default=list, blank=True)

@@ -23,6 +23,11 @@ class Crawl(Row):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="crawls"
     )
+    lease_owner = models.ForeignKey(
+        "waybox.Process", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The worker holding this object until retry_at.",
+    )
+    current_step = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

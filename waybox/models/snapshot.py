@@ -25,6 +25,10 @@ class Snapshot(Row):
     title = models.CharField(max_length=1000, blank=True)
     config = models.JSONField(default=dict, blank=True)
     tags = models.ManyToManyField("waybox.Tag", blank=True, related_name="snapshots")
+    lease_owner = models.ForeignKey(
+        "waybox.Process", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The worker holding this object until retry_at.",
+    )
     bookmarked_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
