@@ -13,11 +13,13 @@ from functools import cached_property
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from waybox.config import Config, ConfigError, load_config
 from waybox.datadir import DataDir, resolve_data_dir
 
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: an error is one line however narrow the terminal (or a pipe's 80 columns) is
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False, soft_wrap=True)
 
 
@@ -32,7 +34,7 @@ class App:
     def config(self) -> Config:
         config = load_config(self.datadir)
         for warning in config.warnings:
-            err_console.print(f"[yellow]warning:[/] {warning}")
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}")
         return config
 
     def require_collection(self) -> None:
@@ -42,8 +44,12 @@ class App:
                 "or pass --data-dir / set WAYBOX_DATA_DIR"
             )
 
-    def boot(self, *, require: bool = True, process_type: str = "cli") -> None:
-        """Start Django on this collection and register this command as a Process."""
+    def boot(self, *, require: bool = True, process_type: str = "cli", need_schema: bool = True) -> None:
+        """Start Django on this collection and register this command as a Process.
+
+        `need_schema=False` is for commands that create the tables (`init`, `manage migrate`);
+        every other command stops with one line instead of a "no such table" traceback.
+        """
         if self.booted:
             return
         if require:
@@ -52,8 +58,24 @@ class App:
 
         setup_django(self.datadir, self.config["DATABASE_URL"])
         self.booted = True
-        if self.datadir.db_file.exists() or self.config["DATABASE_URL"]:
+        if self.database_ready():
             self.register_process(process_type)
+        elif need_schema:
+            raise click.ClickException(
+                f"the database of {self.datadir.root} is missing or not initialised: run `waybox init` "
+                "(add --rebuild to recover Snapshots from the archive folders)"
+            )
+
+    def database_ready(self) -> bool:
+        """True when waybox's tables exist (checked before SQLite creates an empty file)."""
+        if not self.config["DATABASE_URL"] and not self.datadir.db_file.exists():
+            return False
+        from django.db import OperationalError, connection
+
+        try:
+            return "waybox_process" in connection.introspection.table_names()
+        except OperationalError as err:
+            raise click.ClickException(f"cannot open the database: {err}") from None
 
     def register_process(self, process_type: str) -> None:
         from waybox.models.process import register_entry_point
@@ -71,7 +93,7 @@ class WayboxGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as err:
-            err_console.print(f"[red]config error:[/] {err}")
+            err_console.print(f"[red]config error:[/] {escape(str(err))}")
             sys.exit(2)
         except BrokenPipeError:
             # stdout closed early (e.g. `waybox list | head`): not an error worth a trace
@@ -115,13 +137,13 @@ def _record_exit(code: object) -> None:
     try:
         register_exit(code)
     except Exception as err:  # the database may be what failed; the exit code must still go out
-        err_console.print(f"[yellow]warning:[/] could not record exit: {err}")
+        err_console.print(f"[yellow]warning:[/] could not record exit: {escape(str(err))}")
 
 
 def _register_commands() -> None:
-    from waybox.cli import add, collection, config_cmd, listing, manage, process_cmd
+    from waybox.cli import add, collection, config_cmd, engine_cmd, listing, manage, process_cmd
 
-    for module in (add, collection, config_cmd, listing, manage, process_cmd):
+    for module in (add, collection, config_cmd, engine_cmd, listing, manage, process_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -270,8 +270,8 @@ class Process(Row):
             osproc.signal_group(live.pid, signal.SIGKILL)
             return self.wait(10)
 
-    def kill_tree(self, grace: float = 5.0) -> None:
-        """Stop this process and every descendant, also double-forked ones.
+    def tree_procs(self) -> list[psutil.Process]:
+        """This process and every live descendant, also double-forked ones.
 
         Descendants are found three ways: the OS's child list, `*.pid` files in the working
         folders of this row and its descendant rows, and the WAYBOX_PROCESS_ID each launched
@@ -296,7 +296,12 @@ class Process(Row):
         for found in osproc.processes_with_marker(markers):
             targets.setdefault(found.pid, found)
         targets.pop(os.getpid(), None)
-        osproc.terminate_procs(list(targets.values()), grace)
+        return list(targets.values())
+
+    def kill_tree(self, grace: float = 5.0) -> None:
+        """Stop this process and every descendant (see `tree_procs`), then record the ends."""
+        rows = [self, *self.get_descendants(include_exited=False)]
+        osproc.terminate_procs(self.tree_procs(), grace)
         for row in rows:
             if row.status == self.Status.RUNNING:
                 popen = row.popen

@@ -1,0 +1,387 @@
+"""Actors: worker processes that claim one due object at a time and tick it.
+
+An actor claims with a lease: one compare-and-swap that bumps `retry_at` past now and stamps
+`lease_owner`. It ticks, lets the lease go, and claims again; it waits on its wake-up socket
+when nothing is due and exits once it has been idle for `IDLE_EXIT_S` with no background
+hooks left to watch. A dead actor's leases expire (or are released by the orchestrator) and
+another actor recovers its objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import traceback
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from waybox.engine import machines, policy, wakeup
+from waybox.engine.context import Engine
+from waybox.engine.hookrun import Attempt, Target
+from waybox.hookspecs import fire
+from waybox.models import ArchiveResult, Crawl, Machine, Process, Snapshot
+
+IDLE_EXIT_S = 5.0
+RECOVERY_POLL_S = 1.0
+LEASE_MARGIN_S = 30
+CLAIM_BATCH = 25
+AR = ArchiveResult.Status
+
+
+class Actor:
+    """Base actor: the claim-tick loop. Subclasses say what their queue is and how to tick."""
+
+    kind = ""
+    model: type = Crawl
+    channel = ""
+
+    def __init__(self, engine: Engine, worker: Process):
+        self.engine = engine
+        self.worker = worker
+        self.stopping = False
+        self.max_tick = int(engine.base_config["MAX_TICK_TIME"])
+
+    # -- the spec's ActorType interface (used by the orchestrator) ----------------------
+
+    @classmethod
+    def get_queue(cls):
+        """Objects due now that this actor type can move forward."""
+        raise NotImplementedError
+
+    @classmethod
+    def get_running_actors(cls) -> list[Process]:
+        """Live worker processes of this type on this machine (also orphans of a dead orchestrator)."""
+        rows = Process.objects.filter(
+            machine=Machine.current(), process_type=Process.Type.WORKER, status=Process.Status.RUNNING
+        )
+        return [r for r in rows if f"--type={cls.kind}" in r.cmd and r.proc is not None]
+
+    @classmethod
+    def get_actors_to_spawn(cls, queue_size: int, running: int, limit: int) -> int:
+        """One actor per due object, up to the limit."""
+        return max(0, min(queue_size, limit) - running)
+
+    @classmethod
+    def spawn_actor(cls, engine: Engine, parent: Process) -> Process:
+        from waybox.models.process import python_cmd
+
+        datadir = engine.datadir
+        return Process.launch(
+            python_cmd(f"--data-dir={datadir.root}", "worker", f"--type={cls.kind}"),
+            cwd=datadir.root,
+            process_type=Process.Type.WORKER,
+            env={"WAYBOX_DATA_DIR": str(datadir.root)},
+            parent=parent,
+            log_dir=datadir.logs / "workers",
+            log_name=f"{cls.kind}-{timezone.now():%Y%m%d-%H%M%S-%f}",
+        )
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def request_stop(self, *_args) -> None:
+        self.stopping = True
+
+    def runloop(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        fire("on_actor_startup", actor=self)
+        waiter = wakeup.Waiter(self.channel)
+        idle_since = time.monotonic()
+        try:
+            while not self.stopping:
+                self.between_ticks()
+                claimed = self.claim()
+                if claimed is not None:
+                    self.run_tick(*claimed)
+                    idle_since = time.monotonic()
+                    continue
+                idle_for = time.monotonic() - idle_since
+                if not self.busy() and idle_for >= IDLE_EXIT_S:
+                    break
+                waiter.wait(min(RECOVERY_POLL_S, max(0.01, IDLE_EXIT_S - idle_for)), self.extra_fds())
+        finally:
+            self.on_shutdown()
+            waiter.close()
+            fire("on_actor_shutdown", actor=self)
+
+    def run_tick(self, obj, lease_until, previous_status) -> None:
+        fire("on_actor_tick_start", actor=self, obj=obj)
+        try:
+            self.tick(obj, lease_until, previous_status)
+        except Exception as err:  # one bad object must not stop the actor
+            traceback.print_exc()
+            fire("on_actor_tick_exception", actor=self, obj=obj, exception=err)
+            machines.release(obj, lease_until, timezone.now() + timedelta(seconds=self.max_tick))
+        fire("on_actor_tick_end", actor=self, obj=obj)
+
+    def claim(self):
+        """(object, lease_until, previous status) for the first due object we win, or None."""
+        now = timezone.now()
+        lease_until = now + timedelta(seconds=self.max_tick)
+        for candidate in self.get_queue().order_by("retry_at", "created_at")[:CLAIM_BATCH]:
+            won = type(candidate).objects.filter(
+                pk=candidate.pk, status=candidate.status, retry_at=candidate.retry_at
+            ).update(retry_at=lease_until, lease_owner=self.worker)
+            if won:
+                candidate.retry_at, candidate.lease_owner = lease_until, self.worker
+                return candidate, lease_until, candidate.status
+        return None
+
+    def tick(self, obj, lease_until, previous_status) -> None:
+        raise NotImplementedError
+
+    def between_ticks(self) -> None:
+        """Hook for actors that watch things between ticks (background hooks)."""
+
+    def busy(self) -> bool:
+        return False
+
+    def extra_fds(self) -> list:
+        return []
+
+    def on_shutdown(self) -> None:
+        """Release whatever this actor still holds."""
+
+
+class CrawlActor(Actor):
+    kind = "crawl"
+    model = Crawl
+    channel = "crawl"
+
+    @classmethod
+    def get_queue(cls):
+        return Crawl.objects.filter(
+            status__in=[Crawl.Status.QUEUED, Crawl.Status.STARTED], retry_at__lte=timezone.now()
+        )
+
+    def tick(self, crawl, lease_until, previous_status) -> None:
+        machines.tick_crawl(self.engine, crawl, lease_until)
+
+
+class SnapshotActor(Actor):
+    kind = "snapshot"
+    model = Snapshot
+    channel = "snapshot"
+
+    @classmethod
+    def get_queue(cls):
+        return Snapshot.objects.filter(
+            status__in=[Snapshot.Status.QUEUED, Snapshot.Status.STARTED], retry_at__lte=timezone.now()
+        )
+
+    def tick(self, snapshot, lease_until, previous_status) -> None:
+        snapshot = Snapshot.objects.select_related("crawl").get(pk=snapshot.pk)
+        machines.tick_snapshot(self.engine, snapshot, lease_until)
+
+
+class ArchiveResultActor(Actor):
+    """Runs hooks. Foreground hooks run inside the tick; background hooks are watched
+    between ticks (a pidfd wakes the actor when one exits) and finished when they end."""
+
+    kind = "archiveresult"
+    model = ArchiveResult
+    channel = "archiveresult"
+
+    def __init__(self, engine: Engine, worker: Process):
+        super().__init__(engine, worker)
+        self.background: dict = {}  # result pk -> (Attempt, ArchiveResult, pidfd)
+        self.max_hooks = int(engine.base_config["MAX_CONCURRENT_HOOKS"])
+        self.max_attempts = int(engine.base_config["MAX_ATTEMPTS"])
+        self.backoff = float(engine.base_config["RETRY_BACKOFF"])
+
+    @classmethod
+    def get_queue(cls):
+        return ArchiveResult.objects.filter(
+            status__in=[AR.QUEUED, AR.BACKOFF, AR.STARTED], retry_at__lte=timezone.now()
+        )
+
+    # -- claiming ------------------------------------------------------------------------
+
+    def claim(self):
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [hash(Machine.current().guid) % (2**62)])
+            room = self.max_hooks - self.running_hooks()
+            queue = self.get_queue().select_related("snapshot__crawl", "crawl")
+            for candidate in queue.order_by("retry_at", "snapshot_id", "hook_name")[:CLAIM_BATCH]:
+                if candidate.status != AR.STARTED and (room <= 0 or self.blocked_by_exclusive(candidate)):
+                    continue
+                claimed = self.try_claim(candidate)
+                if claimed is not None:
+                    return claimed
+        return None
+
+    def running_hooks(self) -> int:
+        return Process.objects.filter(
+            machine=Machine.current(), process_type=Process.Type.HOOK, status=Process.Status.RUNNING
+        ).count()
+
+    def blocked_by_exclusive(self, result: ArchiveResult) -> bool:
+        resource = self.engine.exclusive_of(result.plugin)
+        if not resource:
+            return False
+        owner = Q(snapshot_id=result.snapshot_id) if result.snapshot_id else Q(crawl_id=result.crawl_id, snapshot=None)
+        siblings = ArchiveResult.objects.filter(owner, plugin__in=self.engine.plugins_sharing(resource)).exclude(
+            pk=result.pk
+        )
+        return not policy.claimable_exclusive(result.hook_name, siblings.values_list("hook_name", "status"))
+
+    def lease_seconds(self, result: ArchiveResult) -> float:
+        hook = self.engine.hook_of(result)
+        crawl = result.snapshot.crawl if result.snapshot_id else result.crawl
+        if hook is None:
+            return self.max_tick
+        config = self.engine.config_for(crawl, result.snapshot)
+        from waybox.engine.hookrun import hook_timeout
+
+        return hook_timeout(hook, config) + float(config["BG_HOOK_GRACE"]) + LEASE_MARGIN_S
+
+    def try_claim(self, candidate: ArchiveResult):
+        now = timezone.now()
+        lease_until = now + timedelta(seconds=self.lease_seconds(candidate))
+        update = {"retry_at": lease_until, "lease_owner": self.worker, "modified_at": now}
+        if candidate.status != AR.STARTED:
+            from django.db.models import F
+
+            update.update(status=AR.STARTED, attempts=F("attempts") + 1, started_at=now, ended_at=None)
+        won = ArchiveResult.objects.filter(
+            pk=candidate.pk, status=candidate.status, retry_at=candidate.retry_at
+        ).update(**update)
+        if not won:
+            return None
+        previous = candidate.status
+        candidate.refresh_from_db()
+        return candidate, lease_until, previous
+
+    # -- ticking -------------------------------------------------------------------------
+
+    def tick(self, result, lease_until, previous_status) -> None:
+        snapshot = result.snapshot
+        crawl = snapshot.crawl if snapshot is not None else result.crawl
+        target = Target(self.engine.datadir, crawl, snapshot)
+        config = self.engine.config_for(crawl, snapshot)
+        hook = self.engine.hook_of(result)
+        if previous_status == AR.STARTED:
+            self.recover(result, hook, target, config)
+            return
+        if hook is None:
+            gone = f"hook {result.hook_name} of plugin {result.plugin} no longer exists"
+            machines.skip_result(result, self.worker, gone)
+            return
+        if not config.plugin_enabled(result.plugin):
+            machines.skip_result(result, self.worker, f"plugin {result.plugin} is disabled")
+            return
+        missing = self.engine.missing_binaries(result.plugin)
+        if missing:
+            machines.skip_result(
+                result, self.worker,
+                f"missing binary: {', '.join(missing)} (install it, or run `waybox install`)",
+            )
+            return
+        attempt = Attempt(result, hook, target, config, self.worker)
+        try:
+            process = attempt.launch()
+        except OSError as err:
+            self.finish(attempt, policy.HookRun(None, None, False, error=f"could not start: {err}"))
+            return
+        ArchiveResult.objects.filter(pk=result.pk).update(process=process)
+        result.process = process
+        if hook.background:
+            self.watch(attempt, process.pid)
+            machines.wake_owner(result)  # a launched background hook no longer holds its step
+            return
+        run = attempt.run_foreground(lambda: self.stopping)
+        if self.stopping and not run.timed_out:
+            machines.requeue_result(result, self.worker, "stopped by shutdown; will run again")
+            return
+        self.finish(attempt, run)
+
+    def finish(self, attempt: Attempt, run: policy.HookRun) -> None:
+        result = attempt.result
+        outcome = policy.decide(run, result.attempts, self.max_attempts, self.backoff)
+        machines.finish_result(result, outcome, self.worker, attempt.output_fields())
+
+    def recover(self, result: ArchiveResult, hook, target: Target, config) -> None:
+        """A started result whose lease ran out: its actor died, or it is a background hook."""
+        row = result.process
+        if row is None or row.status == Process.Status.QUEUED or hook is None:
+            machines.requeue_result(result, self.worker, "its worker stopped before the hook started")
+            return
+        attempt = Attempt(result, hook, target, config, self.worker)
+        attempt.process = row
+        owner_sealed = self.owner_sealed(result)
+        live = row.proc if row.status == Process.Status.RUNNING else None
+        if live is not None and hook.background and not owner_sealed:
+            attempt.deadline = time.monotonic() + max(1.0, attempt.timeout - self.age(row))
+            self.watch(attempt, live.pid)
+            return
+        if live is not None:
+            row.kill_tree(attempt.grace)
+        elif row.status == Process.Status.RUNNING:
+            row.mark_exited(None)
+        self.finish(attempt, attempt.finish_from_file(row.exit_code, owner_sealed and hook.background))
+
+    @staticmethod
+    def age(row: Process) -> float:
+        return (timezone.now() - row.started_at).total_seconds() if row.started_at else 0.0
+
+    @staticmethod
+    def owner_sealed(result: ArchiveResult) -> bool:
+        if result.snapshot_id:
+            return Snapshot.objects.filter(pk=result.snapshot_id, status=Snapshot.Status.SEALED).exists()
+        return Crawl.objects.filter(pk=result.crawl_id, status=Crawl.Status.SEALED).exists()
+
+    # -- background hooks ----------------------------------------------------------------
+
+    def watch(self, attempt: Attempt, pid: int) -> None:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+        self.background[attempt.result.pk] = (attempt, pidfd)
+        lease = timezone.now() + timedelta(seconds=max(1.0, attempt.deadline - time.monotonic()) + LEASE_MARGIN_S)
+        ArchiveResult.objects.filter(pk=attempt.result.pk, lease_owner=self.worker).update(retry_at=lease)
+
+    def busy(self) -> bool:
+        return bool(self.background)
+
+    def extra_fds(self) -> list:
+        return [fd for _attempt, fd in self.background.values() if fd is not None]
+
+    def between_ticks(self) -> None:
+        for pk, (attempt, pidfd) in list(self.background.items()):
+            process = attempt.process
+            exited = process.poll() is not None or process.status == Process.Status.EXITED
+            if not exited and time.monotonic() < attempt.deadline:
+                continue
+            timed_out = not exited
+            if timed_out:
+                process.kill_tree(attempt.grace)
+            del self.background[pk]
+            if pidfd is not None:
+                os.close(pidfd)
+            sealed = self.owner_sealed(attempt.result)
+            run = attempt.finish_from_file(process.exit_code, sealed and not timed_out)
+            if timed_out:
+                run = policy.HookRun(run.exit_code, run.reported_status, run.left_files, True, attempt.timeout,
+                                     error=run.error)
+            self.finish(attempt, run)
+
+    def on_shutdown(self) -> None:
+        """Stop the background hooks we watch and leave their results re-runnable."""
+        for attempt, pidfd in list(self.background.values()):
+            attempt.process.kill_tree(attempt.grace)
+            machines.requeue_result(attempt.result, self.worker, "stopped by shutdown; will run again")
+            if pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(pidfd)
+        self.background.clear()
+
+
+ACTOR_TYPES: dict[str, type[Actor]] = {a.kind: a for a in (CrawlActor, SnapshotActor, ArchiveResultActor)}

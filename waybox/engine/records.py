@@ -1,0 +1,208 @@
+"""Applying a hook's JSONL records to the database as they arrive.
+
+`RecordSink` belongs to one hook attempt. Snapshot titles, tags, discovered links and the
+Processes/Binaries a hook reports are written at once (so a title shows before the hook ends);
+the hook's own ArchiveResult fields are collected and stored when the attempt ends.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from waybox.config import Config
+from waybox.engine import wakeup
+from waybox.engine.jsonl import Line, looks_like_path, unsafe_path_reason
+from waybox.models import ArchiveResult, Binary, Machine, Process, Snapshot, Tag
+from waybox.urlinput import InvalidURL, normalize_url
+
+MAX_OUTPUT_STR = 10_000
+FINAL_REPORTED = ("succeeded", "failed", "skipped")
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+
+
+@dataclass
+class RecordSink:
+    result: ArchiveResult
+    snapshot: Snapshot | None
+    process: Process | None
+    config: Config
+    log: Any  # callable(str): where problems are written (the hook's stderr log)
+    status: str | None = None
+    output_str: str = ""
+    output_json: Any = None
+    output_files: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    discovered: int = 0
+
+    def accept(self, line: Line) -> None:
+        if line.record is None:
+            self.log(f"stdout line {line.number}: {line.problem}")
+            return
+        record = line.record
+        handler = getattr(self, f"_on_{record['type'].lower()}")
+        try:
+            handler(record, line.number)
+        except (TypeError, ValueError, KeyError) as err:
+            self.log(f"stdout line {line.number}: bad {record['type']} record: {err}")
+
+    # -- record types --------------------------------------------------------------------
+
+    def _on_archiveresult(self, record: dict, number: int) -> None:
+        status = record.get("status")
+        if status is not None:
+            if status not in FINAL_REPORTED:
+                raise ValueError(f"status must be one of {FINAL_REPORTED}, not {status!r}")
+            self.status = status
+        if "output_str" in record:
+            text = str(record["output_str"] or "")[:MAX_OUTPUT_STR]
+            reason = unsafe_path_reason(text) if looks_like_path(text) else None
+            if reason:
+                self.error(f"output_str rejected: {reason}")
+            else:
+                self.output_str = text
+        if "output_json" in record:
+            self.output_json = record["output_json"]
+        for path in record.get("output_files") or []:
+            reason = unsafe_path_reason(path)
+            if reason:
+                self.error(f"output_files entry rejected: {reason}")
+            elif path not in self.output_files:
+                self.output_files.append(path)
+
+    def _on_snapshot(self, record: dict, number: int) -> None:
+        if self.snapshot is None:
+            raise ValueError("Snapshot records are only accepted from Snapshot hooks")
+        url = record.get("url")
+        if url and url != self.snapshot.url:
+            self.discover(url, record)
+            return
+        title = record.get("title")
+        if isinstance(title, str) and title.strip():
+            self.snapshot.title = title.strip()[:1000]
+            Snapshot.objects.filter(pk=self.snapshot.pk).update(title=self.snapshot.title, modified_at=timezone.now())
+        for tag in record.get("tags") or []:
+            self._tag(str(tag))
+
+    def _on_tag(self, record: dict, number: int) -> None:
+        if self.snapshot is None:
+            raise ValueError("Tag records are only accepted from Snapshot hooks")
+        self._tag(str(record["name"]))
+
+    def _on_process(self, record: dict, number: int) -> None:
+        cmd = record.get("cmd") or []
+        if isinstance(cmd, str):
+            cmd = [cmd]
+        exit_code = record.get("exit_code")
+        ended = _parse_time(record.get("ended_at"))
+        Process.objects.create(
+            machine=Machine.current(),
+            parent=self.process,
+            process_type=Process.Type.BINARY,
+            cmd=[str(c) for c in cmd][:200],
+            pwd=str(record.get("pwd") or (self.process.pwd if self.process else "")),
+            pid=record.get("pid") if isinstance(record.get("pid"), int) else None,
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            started_at=_parse_time(record.get("started_at")),
+            ended_at=ended,
+            status=Process.Status.EXITED if ended or exit_code is not None else Process.Status.RUNNING,
+        )
+
+    def _on_binary(self, record: dict, number: int) -> None:
+        Binary.objects.update_or_create(
+            machine=Machine.current(),
+            name=str(record["name"])[:128],
+            defaults={
+                "abspath": str(record.get("abspath") or "")[:1024],
+                "version": str(record.get("version") or "")[:128],
+                "sha256": str(record.get("sha256") or "")[:64],
+                "binprovider": str(record.get("binprovider") or "")[:32],
+                "status": Binary.Status.INSTALLED if record.get("abspath") else Binary.Status.MISSING,
+                "retry_at": None,
+            },
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+        self.log(message)
+
+    def _tag(self, name: str) -> None:
+        name = name.strip()[:100]
+        if name:
+            tag, _ = Tag.objects.get_or_create(name=name)
+            self.snapshot.tags.add(tag)
+
+    def discover(self, url: str, record: dict) -> None:
+        """A link found in this Snapshot: a child Snapshot one level deeper, if allowed."""
+        snapshot = self.snapshot
+        crawl = snapshot.crawl
+        depth = snapshot.depth + 1
+        if depth > crawl.max_depth:
+            return
+        try:
+            url = normalize_url(url)
+        except InvalidURL as err:
+            self.log(f"discovered link {url!r} ignored: {err}")
+            return
+        if not url_allowed(url, self.config):
+            return
+        created = create_child_snapshot(snapshot, url, depth, record)
+        if created:
+            self.discovered += 1
+
+
+def url_allowed(url: str, config: Config) -> bool:
+    allow, deny = config.get("URL_ALLOWLIST", ""), config.get("URL_DENYLIST", "")
+    if allow and not re.search(allow, url):
+        return False
+    return not (deny and re.search(deny, url))
+
+
+def create_child_snapshot(parent: Snapshot, url: str, depth: int, record: dict) -> Snapshot | None:
+    """Once per URL per Crawl: the unique constraint decides races between hooks."""
+    if Snapshot.objects.filter(crawl_id=parent.crawl_id, url=url).exists():
+        return None
+    try:
+        with transaction.atomic():
+            child = Snapshot.objects.create(
+                crawl_id=parent.crawl_id,
+                url=url,
+                parent=parent,
+                depth=depth,
+                title=str(record.get("title") or "")[:1000],
+                bookmarked_at=_parse_time(record.get("bookmarked_at")),
+                retry_at=timezone.now(),
+            )
+    except IntegrityError:
+        return None
+    tags = [Tag.objects.get_or_create(name=str(t).strip()[:100])[0] for t in record.get("tags") or [] if str(t).strip()]
+    if tags:
+        child.tags.add(*tags)
+    from waybox.hookspecs import fire
+
+    fire("on_object_created", obj=child)
+    wakeup.notify("snapshot")
+    return child
+
+
+def confine(root: Path, relative: str) -> Path | None:
+    """Resolve a record path under `root`, refusing anything (links included) that escapes."""
+    target = (root / relative).resolve()
+    return target if target.is_relative_to(root.resolve()) else None
