@@ -141,9 +141,18 @@ def _record_exit(code: object) -> None:
 
 
 def _register_commands() -> None:
-    from waybox.cli import add, collection, config_cmd, engine_cmd, listing, manage, process_cmd
+    from waybox.cli import (
+        add,
+        collection,
+        config_cmd,
+        engine_cmd,
+        listing,
+        manage,
+        plugins_cmd,
+        process_cmd,
+    )
 
-    for module in (add, collection, config_cmd, engine_cmd, listing, manage, process_cmd):
+    for module in (add, collection, config_cmd, engine_cmd, listing, manage, plugins_cmd, process_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

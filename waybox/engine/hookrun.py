@@ -23,6 +23,7 @@ from waybox.plugin_registry import Hook
 
 HOOK_LOG_DIR = ".hooks"
 READ_CHUNK = 65536
+FOLLOW_INTERVAL_S = 0.1
 
 
 @dataclass
@@ -111,7 +112,6 @@ class Attempt:
             timeout=self.timeout,
             log_dir=self.log_dir,
             log_name=self.hook.name,
-            pipe_stdout=not self.hook.background,
         )
         self.deadline = time.monotonic() + self.timeout
         self.sink = RecordSink(self.result, self.target.snapshot, self.process, self.config, self.log)
@@ -126,31 +126,36 @@ class Attempt:
     # -- foreground ----------------------------------------------------------------------
 
     def run_foreground(self, should_stop) -> policy.HookRun:
-        """Read stdout until EOF and exit, applying records live; stop at the timeout."""
-        popen = self.process.popen
-        fd = popen.stdout.fileno()
-        with open(self.process.stdout_path, "ab") as copy:
-            while True:
-                remaining = self.deadline - time.monotonic()
-                if remaining <= 0 or should_stop():
-                    return self._stop(timed_out=remaining <= 0)
-                ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
-                if not ready:
-                    continue
-                chunk = os.read(fd, READ_CHUNK)
-                if not chunk:
-                    break
-                copy.write(chunk)
-                copy.flush()
-                for line in self.splitter.feed(chunk):
-                    self.sink.accept(line)
+        """Follow the hook's stdout file until it exits, applying records as they arrive.
+
+        stdout goes to a file, not a pipe, so a hook outlives a worker that dies without
+        losing what it reported; its exit wakes us through a pidfd, and the file is read
+        every FOLLOW_INTERVAL_S meanwhile so records (a title, say) show while it runs.
+        """
+        pidfd = os.pidfd_open(self.process.pid)
+        try:
+            with open(self.process.stdout_path, "rb") as stdout:
+                while True:
+                    remaining = self.deadline - time.monotonic()
+                    if remaining <= 0 or should_stop():
+                        self._read_new(stdout)
+                        return self._stop(timed_out=remaining <= 0)
+                    exited, _, _ = select.select([pidfd], [], [], min(remaining, FOLLOW_INTERVAL_S))
+                    self._read_new(stdout)
+                    if exited:
+                        break
+                code = self.process.wait(10)
+                self._read_new(stdout)
+        finally:
+            os.close(pidfd)
         for line in self.splitter.close():
             self.sink.accept(line)
-        try:
-            code = self.process.wait(max(0.0, self.deadline - time.monotonic()))
-        except TimeoutError:
-            return self._stop(timed_out=True)
         return self._outcome(code)
+
+    def _read_new(self, stdout) -> None:
+        for chunk in iter(lambda: stdout.read(READ_CHUNK), b""):
+            for line in self.splitter.feed(chunk):
+                self.sink.accept(line)
 
     def _stop(self, *, timed_out: bool) -> policy.HookRun:
         self.process.kill_tree(self.grace)
@@ -169,9 +174,7 @@ class Attempt:
         path = Path(self.process.stdout_path) if self.process else None
         if path and path.exists():
             with open(path, "rb") as f:
-                for chunk in iter(lambda: f.read(READ_CHUNK), b""):
-                    for line in self.splitter.feed(chunk):
-                        self.sink.accept(line)
+                self._read_new(f)
             for line in self.splitter.close():
                 self.sink.accept(line)
         run = self._outcome(exit_code)

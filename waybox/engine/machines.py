@@ -208,26 +208,26 @@ def seal_snapshot(engine: Engine, snapshot: Snapshot) -> None:
 
 
 def stop_background_hooks(engine: Engine, results, folder: Path, config) -> None:
-    """SIGTERM every still-running background hook's group, then SIGKILL after the grace;
-    also daemons that declared themselves in `.pid` files under `folder`.
+    """SIGTERM what the owner's hooks left running, then SIGKILL after the grace.
 
-    The hooks' own workers reap them and record their ArchiveResults.
+    That is every running background hook with its descendants, anything still carrying one
+    of the owner's hook process ids in its environment (children a foreground hook left
+    behind), and daemons that declared themselves in `.pid` files under `folder`. The hooks'
+    own workers reap them and record their ArchiveResults.
     """
-    running = [r for r in results.filter(status=AR.STARTED).select_related("process") if r.is_background]
-    rows = [r.process for r in running if r.process is not None]
-    markers = {str(row.id) for row in rows}
+    results = list(results.select_related("process"))
+    rows = [r.process for r in results if r.process is not None]
     procs = {}
-    for row in rows:
-        for p in row.tree_procs():
-            procs[p.pid] = p
-    for p in osproc.processes_with_marker(markers) if markers else ():
+    for r in results:
+        if r.status == AR.STARTED and r.is_background and r.process is not None:
+            for p in r.process.tree_procs():
+                procs[p.pid] = p
+    for p in osproc.processes_with_marker({str(row.id) for row in rows}) if rows else ():
         procs.setdefault(p.pid, p)
     for p in pid_file_procs(folder, rows):
         procs.setdefault(p.pid, p)
     if procs:
         osproc.terminate_procs(list(procs.values()), float(config["BG_HOOK_GRACE"]))
-    for r in running:
-        wake(ArchiveResult, r.pk, "archiveresult")
 
 
 def pid_file_procs(folder: Path, rows: list[Process]):
