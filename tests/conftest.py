@@ -4,6 +4,7 @@ server, and (for tests that call waybox's Python API) one Django setup per test 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -86,3 +87,51 @@ def django_collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     setup_django(DataDir(root))
     return root
+
+
+ENGINE_PLUGINS = FIXTURES / "engine_plugins"
+PY_PLUGINS = FIXTURES / "pyplugins"
+
+
+def leftover_processes(path: Path) -> list:
+    """Live processes that belong to a test collection: their command line, working folder or
+    environment names it (hooks and their daemons inherit WAYBOX_DATA_DIR / DATA_DIR)."""
+    import psutil
+
+    needle = str(path)
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "environ", "status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        info = proc.info
+        cmd = " ".join(info["cmdline"] or [])
+        env = info["environ"] or {}
+        if needle in cmd or needle in (info["cwd"] or "") or any(needle in v for v in env.values()):
+            found.append(proc)
+    return found
+
+
+def kill_leftovers(path: Path) -> list[str]:
+    """Kill (and describe) whatever a test left running under `path`."""
+    import psutil
+
+    procs = leftover_processes(path)
+    described = [f"pid {p.pid}: {' '.join(p.info['cmdline'] or [])[:200]}" for p in procs]
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(procs, timeout=5)
+    return described
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Waybox:
+    """A collection whose only plugin is the `ledger` fixture plugin (fast bash hooks)."""
+    wb = Waybox(tmp_path / "collection")
+    wb.data_dir.mkdir()
+    wb("init")
+    wb("config", "--set", f"PLUGIN_DIRS={ENGINE_PLUGINS}", "--set", "PLUGINS=ledger",
+       "--set", "RETRY_BACKOFF=0", "--set", "BG_HOOK_GRACE=1", "--set", "TIMEOUT=30")
+    yield wb
+    left = kill_leftovers(wb.data_dir)
+    assert not left, f"processes left running: {left}"

@@ -10,11 +10,12 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from waybox import __version__
@@ -43,7 +44,11 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _parse_dt(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
+    """An ISO date-time from index.json; one without a zone (hand-written) is taken as UTC."""
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 def result_dict(result: ArchiveResult) -> dict[str, Any]:
@@ -99,10 +104,16 @@ def snapshot_dict(
     }
 
 
-def write_snapshot_index(datadir: DataDir, snapshot: Snapshot) -> Path:
-    """Refresh `archive/<id>/index.json` from the database."""
+def write_snapshot_index(
+    datadir: DataDir, snapshot: Snapshot, *, results: list[ArchiveResult] | None = None
+) -> Path:
+    """Refresh `archive/<id>/index.json` from the database.
+
+    Results are read fresh unless the caller passes them (a brand-new Snapshot has none, and
+    one query per Snapshot is most of the time `add` spends on a long URL list).
+    """
     tags = [t.name for t in snapshot.tags.all()]
-    results = list(snapshot.results.order_by("hook_name"))
+    results = list(snapshot.results.order_by("hook_name")) if results is None else results
     path = datadir.snapshot_dir(snapshot.id) / INDEX_FILENAME
     write_json_atomic(path, snapshot_dict(snapshot, tags, results, snapshot.crawl))
     return path
@@ -119,18 +130,29 @@ class RebuildReport:
     errors: list[str] = field(default_factory=list)
 
 
-def _resumable(status: str, queued: str) -> str:
-    """Work that was in flight when the database was lost is queued again."""
-    return queued if status in ("started", "backoff") else status
+# What a hand-edited or truncated index.json can make the ORM raise; anything else is a real
+# database problem and stops the rebuild.
+BAD_INDEX_ERRORS = (
+    OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError,
+    ValidationError, IntegrityError, DataError,
+)
+
+
+def _resumable(status: Any, model: type[Crawl] | type[Snapshot] | type[ArchiveResult]) -> str:
+    """A known status; work that was in flight when the database was lost is queued again."""
+    if status not in model.Status.values:
+        raise ValueError(f"unknown {model.__name__} status {status!r}")
+    return model.Status.QUEUED if status in ("started", "backoff") else status
 
 
 def _restore_crawl(data: dict[str, Any], created: set[str]) -> Crawl:
-    crawl_id = data["id"]
+    crawl_id = str(data["id"])
+    status = _resumable(data.get("status", "sealed"), Crawl)
     crawl, made = Crawl.objects.get_or_create(
         id=crawl_id,
         defaults={
-            "status": data.get("status", "sealed"),
-            "retry_at": None if data.get("status") == "sealed" else timezone.now(),
+            "status": status,
+            "retry_at": None if status == Crawl.Status.SEALED else timezone.now(),
             "source": data.get("source", ""),
             "max_depth": data.get("max_depth", 0),
             "tags_str": data.get("tags_str", ""),
@@ -142,7 +164,7 @@ def _restore_crawl(data: dict[str, Any], created: set[str]) -> Crawl:
         },
     )
     if made:
-        created.add(crawl_id)
+        created.add(str(crawl.id))
     return crawl
 
 
@@ -151,7 +173,7 @@ def restore_snapshot(data: dict[str, Any], created_crawls: set[str]) -> tuple[Sn
     if not isinstance(data, dict) or "id" not in data or "url" not in data or "crawl" not in data:
         raise ValueError("missing id, url or crawl")
     crawl = _restore_crawl(data["crawl"], created_crawls)
-    status = _resumable(data.get("status", "queued"), Snapshot.Status.QUEUED)
+    status = _resumable(data.get("status", "queued"), Snapshot)
     snapshot, _ = Snapshot.objects.update_or_create(
         id=data["id"],
         defaults={
@@ -171,25 +193,47 @@ def restore_snapshot(data: dict[str, Any], created_crawls: set[str]) -> tuple[Sn
     )
     tags = [Tag.objects.get_or_create(name=name)[0] for name in data.get("tags", []) if name]
     snapshot.tags.set(tags)
-    for r in data.get("results", []):
-        r_status = _resumable(r.get("status", "queued"), ArchiveResult.Status.QUEUED)
-        ArchiveResult.objects.update_or_create(
-            id=r["id"],
-            defaults={
-                "snapshot": snapshot,
-                "plugin": r["plugin"],
-                "hook_name": r["hook_name"],
-                "status": r_status,
-                "attempts": r.get("attempts", 0),
-                "retry_at": None if r_status in ArchiveResult.FINAL_STATES else timezone.now(),
-                "output_str": r.get("output_str") or "",
-                "output_json": r.get("output_json"),
-                "output_files": r.get("output_files") or [],
-                "started_at": _parse_dt(r.get("started_at")),
-                "ended_at": _parse_dt(r.get("ended_at")),
-            },
-        )
-    return snapshot, len(data.get("results", []))
+    results = data.get("results", [])
+    for r in results:
+        _restore_result(snapshot, r)
+    return snapshot, len(results)
+
+
+def _restore_result(snapshot: Snapshot, r: dict[str, Any]) -> None:
+    r_status = _resumable(r.get("status", "queued"), ArchiveResult)
+    ArchiveResult.objects.update_or_create(
+        id=r["id"],
+        defaults={
+            "snapshot": snapshot,
+            "plugin": r["plugin"],
+            "hook_name": r["hook_name"],
+            "status": r_status,
+            "attempts": r.get("attempts", 0),
+            "retry_at": None if r_status in ArchiveResult.FINAL_STATES else timezone.now(),
+            "output_str": r.get("output_str") or "",
+            "output_json": r.get("output_json"),
+            "output_files": r.get("output_files") or [],
+            "started_at": _parse_dt(r.get("started_at")),
+            "ended_at": _parse_dt(r.get("ended_at")),
+        },
+    )
+
+
+def _read_index(folder: Path) -> dict[str, Any]:
+    """The parsed index.json of one folder, checked to describe that folder."""
+    index = folder / INDEX_FILENAME
+    if not index.exists():
+        raise ValueError(f"no {INDEX_FILENAME}")
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{INDEX_FILENAME} is not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{INDEX_FILENAME} does not hold a JSON object")
+    if str(data.get("id")) != folder.name:
+        # the row's files are found by id: a row for another folder would point at nothing
+        raise ValueError(f"{INDEX_FILENAME} describes Snapshot {data.get('id')!r}, not this folder")
+    return data
 
 
 def rebuild_from_archive(datadir: DataDir) -> RebuildReport:
@@ -199,19 +243,15 @@ def rebuild_from_archive(datadir: DataDir) -> RebuildReport:
     seeds: dict[str, list[str]] = {}
     folders = sorted(p for p in datadir.archive.iterdir() if p.is_dir()) if datadir.archive.exists() else []
     for folder in folders:
-        index = folder / INDEX_FILENAME
+        made_here: set[str] = set()
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
+            data = _read_index(folder)
             with transaction.atomic():
-                snapshot, n_results = restore_snapshot(data, created_crawls)
-        except FileNotFoundError:
-            report.errors.append(f"{folder}: no {INDEX_FILENAME}")
+                snapshot, n_results = restore_snapshot(data, made_here)
+        except BAD_INDEX_ERRORS as err:
+            report.errors.append(f"{folder}: {_describe(err)}")
             continue
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, KeyError, TypeError) as err:
-            report.errors.append(f"{index}: {type(err).__name__}: {err}")
-            continue
-        if str(snapshot.id) != folder.name:
-            report.errors.append(f"{index}: id {snapshot.id} does not match its folder name (restored anyway)")
+        created_crawls |= made_here  # only once committed: a rolled-back Crawl was never made
         report.snapshots += 1
         report.results += n_results
         if snapshot.depth == 0:
@@ -220,3 +260,14 @@ def rebuild_from_archive(datadir: DataDir) -> RebuildReport:
         Crawl.objects.filter(id=crawl_id).update(urls="\n".join(seeds.get(crawl_id, [])))
     report.crawls = len(created_crawls)
     return report
+
+
+def _describe(err: BaseException) -> str:
+    """One line: our own ValueErrors as they are, anything else with its type."""
+    if isinstance(err, ValidationError):
+        return "invalid value: " + "; ".join(err.messages)
+    if type(err) is ValueError:
+        return str(err)
+    if isinstance(err, KeyError):
+        return f"missing field {err}"
+    return f"{type(err).__name__}: {err}".splitlines()[0]

@@ -72,61 +72,112 @@ def is_secret_key(key: str) -> bool:
     return any(marker in upper for marker in SECRET_MARKERS)
 
 
-def coerce(option: Option, value: Any, source: str) -> Any:
-    """Bring a raw value (a string from env or the CLI, or a TOML value) to the option's type."""
+def coerce(option: Option, value: Any, source: str, name: str | None = None) -> Any:
+    """Bring a raw value (a string from env or the CLI, or a TOML value) to the option's type.
+
+    The error names the key as the user wrote it (an alias too), the value and its source,
+    because that is what they have to find and fix.
+    """
+    label = option.key if not name or name.upper() == option.key else f"{name} (alias of {option.key})"
+    shown = "'********'" if is_secret_key(option.key) else repr(value)  # stderr ends up in logs
     try:
         value = _coerce_type(option.type, value)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"{option.key}={value!r} (from {source}): expected {option.type}: {err}") from None
+        raise ConfigError(f"{label}={shown} (from {source}): expected {_TYPE_WORDS.get(option.type, option.type)}"
+                          f"{f', {err}' if str(err) else ''}") from None
     validator_schema = {k: v for k, v in option.schema.items() if not k.startswith("x-") and k != "default"}
     errors = sorted(jsonschema.Draft202012Validator(validator_schema).iter_errors(value), key=str)
     if errors:
-        raise ConfigError(f"{option.key}={value!r} (from {source}): {errors[0].message}")
+        message = errors[0].message if not is_secret_key(option.key) else f"fails {errors[0].validator!r}"
+        raise ConfigError(f"{label}={shown} (from {source}): {message}")
     return value
+
+
+_TYPE_WORDS = {
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "string": "text",
+    "array": "a list",
+    "object": "a JSON object",
+}
 
 
 def _coerce_type(kind: str, value: Any) -> Any:
+    """Parse `value` as `kind`; a ValueError's message says what would have been accepted."""
     if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        word = str(value).strip().lower()
-        if word in TRUE_WORDS:
-            return True
-        if word in FALSE_WORDS:
-            return False
-        raise ValueError("use true/false, yes/no, on/off or 1/0")
-    if kind == "integer":
-        if isinstance(value, bool):
-            raise ValueError("not a whole number")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return int(str(value).strip())
-    if kind == "number":
-        if isinstance(value, bool):
-            raise ValueError("not a number")
-        return value if isinstance(value, int | float) else float(str(value).strip())
+        return _to_bool(value)
+    if kind in ("integer", "number"):
+        return _to_number(kind, value)
     if kind == "array":
-        if isinstance(value, list):
-            return value
-        text = str(value).strip()
-        if text.startswith("["):
-            parsed = json.loads(text)
-            if not isinstance(parsed, list):
-                raise ValueError("not a list")
-            return parsed
-        return [part.strip() for part in text.split(",") if part.strip()]
+        return _to_list(value)
     if kind == "object":
-        parsed = value if isinstance(value, dict) else json.loads(str(value))
-        if not isinstance(parsed, dict):
-            raise ValueError("not an object")
-        return parsed
+        return _to_object(value)
     if not isinstance(value, str):
-        raise ValueError(f"got {type(value).__name__}, not a string")
+        raise ValueError(f"got {_toml_type(value)}")
     return value
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError("use true/false, yes/no, on/off or 1/0")
+
+
+def _to_number(kind: str, value: Any) -> int | float:
+    if isinstance(value, bool):
+        raise ValueError(f"got {_toml_type(value)}")
+    if kind == "integer" and isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise ValueError("")
+    if isinstance(value, int) or (kind == "number" and isinstance(value, float)):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"got {_toml_type(value)}")
+    try:
+        return int(value.strip()) if kind == "integer" else float(value.strip())
+    except ValueError:
+        raise ValueError("") from None
+
+
+def _to_list(value: Any) -> list:
+    if isinstance(value, list):
+        return value
+    text = str(value).strip()
+    if not text.startswith("["):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err.msg}") from None
+    if not isinstance(parsed, list):
+        raise ValueError("not a list")
+    return parsed
+
+
+def _to_object(value: Any) -> dict:
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(str(value))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err.msg}") from None
+    if not isinstance(parsed, dict):
+        raise ValueError("not an object")
+    return parsed
+
+
+def _toml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
 
 
 def to_env_string(value: Any) -> str:
@@ -229,7 +280,7 @@ def _explicit_values(
                     suffix = f" (did you mean {hint[0]}?)" if hint else ""
                     raise ConfigError(f"unknown config key {raw_key!r} in {source}{suffix}")
                 continue
-            explicit[key] = (coerce(options[key], raw_value, source), source)
+            explicit[key] = (coerce(options[key], raw_value, source, str(raw_key)), source)
     return explicit
 
 
@@ -261,19 +312,34 @@ def resolve(
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
+    """waybox.toml as one flat mapping; `[sections]` are only for the reader's eyes."""
     if not path.exists():
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot be read: {err.strerror or err}") from None
     flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):  # sections are only for the reader's eyes
-            flat.update(value)
-        else:
+    where: dict[str, str] = {}
+    for section, items in _sections(data):
+        for key, value in items.items():
+            if key.upper() in where:
+                raise ConfigError(
+                    f"{path}: {key} is set twice ({where[key.upper()]} and {section}); keep one"
+                )
+            where[key.upper()] = section
             flat[key] = value
     return flat
+
+
+def _sections(data: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(name, keys) for the top level and each `[table]`, one level deep."""
+    yield "top level", {k: v for k, v in data.items() if not isinstance(v, dict)}
+    for name, table in data.items():
+        if isinstance(table, dict):
+            yield f"[{name}]", table
 
 
 def load_config(
@@ -284,6 +350,7 @@ def load_config(
 ) -> Config:
     """Resolve every key for a collection, discovering plugins on the way."""
     env = os.environ if env is None else env
+    env = {k: v for k, v in env.items() if k == k.upper()}  # `timeout=...` is not TIMEOUT
     file_values = read_config_file(datadir.config_file) if datadir else {}
     file_source = str(datadir.config_file.name) if datadir else "waybox.toml"
     base_layers = [(file_source, file_values, False), ("environment", env, False)]

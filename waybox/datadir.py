@@ -64,9 +64,18 @@ class DataDir:
         path = self.root / SECRET_FILENAME
         if not path.exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            tmp = path.with_name(f"{SECRET_FILENAME}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(secrets.token_urlsafe(48))
+            try:  # link, not rename: when two first commands race, the first key stays
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            except OSError:  # a filesystem without hard links
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
         return path.read_text().strip()
 
     def create_layout(self) -> None:

@@ -65,5 +65,5 @@ def create_crawl(
             links = [through(snapshot_id=s.id, tag_id=t.id) for s in snapshots for t in tag_rows]
             through.objects.bulk_create(links, batch_size=BULK_BATCH)
     for snapshot in Snapshot.objects.filter(crawl=crawl).select_related("crawl").prefetch_related("tags"):
-        write_snapshot_index(datadir, snapshot)
+        write_snapshot_index(datadir, snapshot, results=[])
     return crawl

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from waybox.cli import App, err_console, pass_app
 from waybox.config import check_overrides
@@ -14,7 +15,7 @@ from waybox.urlinput import Rejected, parse_url_lines, split_valid
 
 def read_input(urls: tuple[str, ...], file: str | None) -> tuple[list[str], list[Rejected], str]:
     """URLs from arguments, a file, or stdin (`-`), with every rejected line and its reason."""
-    items: list = []
+    items: list[str | Rejected] = []
     sources: list[str] = []
     args = [u for u in urls if u != "-"]
     if args:
@@ -23,16 +24,35 @@ def read_input(urls: tuple[str, ...], file: str | None) -> tuple[list[str], list
     if "-" in urls or file == "-":
         items += parse_url_lines(sys.stdin.read().splitlines(), "stdin")
         sources.append("stdin")
-    elif file:
-        path = Path(file)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as err:
-            raise click.ClickException(f"cannot read {file}: {err.strerror or err}") from None
-        items += parse_url_lines(text.splitlines(), str(path))
-        sources.append(str(path.resolve()))
+    if file and file != "-":
+        items += parse_url_lines(read_url_file(file), file)
+        sources.append(str(Path(file).resolve()))
     valid, rejected = split_valid(items)
     return valid, rejected, ", ".join(sources)
+
+
+def read_url_file(file: str) -> list[str]:
+    """The lines of a URL list; a byte-order mark (Windows editors) is not part of the first URL."""
+    try:
+        text = Path(file).read_text(encoding="utf-8-sig", errors="replace")
+    except IsADirectoryError:
+        raise click.ClickException(f"cannot read {file}: it is a folder, not a file") from None
+    except OSError as err:
+        raise click.ClickException(f"cannot read {file}: {err.strerror or err}") from None
+    return text.splitlines()
+
+
+def check_plugins(app: App, plugins: str) -> dict[str, str]:
+    """`--plugins a,b` as this Crawl's PLUGINS override, refusing names no plugin has."""
+    if not plugins:
+        return {}
+    names = [p.strip().lower() for p in plugins.split(",") if p.strip()]
+    unknown = set(names) - set(app.config.registry.plugins if app.config.registry else ())
+    if unknown:
+        raise click.ClickException(f"--plugins: unknown plugin(s) {', '.join(sorted(unknown))}")
+    overrides = {"PLUGINS": ",".join(names)}
+    check_overrides(app.config, overrides, "--plugins")
+    return overrides
 
 
 @click.command()
@@ -52,16 +72,10 @@ def add(app: App, urls: tuple[str, ...], file: str | None, depth: int, tags: tup
     app.boot()
     valid, rejected, source = read_input(urls, file)
     for r in rejected:
-        err_console.print(f"[yellow]skipped[/] {r.where}: {r.text!r}: {r.reason}")
+        err_console.print(f"[yellow]skipped[/] {escape(r.where)}: {escape(repr(r.text))}: {escape(r.reason)}")
     if not valid:
         raise click.ClickException("no valid URLs to add")
-    overrides: dict = {}
-    if plugins:
-        overrides["PLUGINS"] = plugins
-        unknown = {p.strip() for p in plugins.split(",") if p.strip()} - set(app.config.registry.plugins)
-        if unknown:
-            raise click.ClickException(f"--plugins: unknown plugin(s) {', '.join(sorted(unknown))}")
-    check_overrides(app.config, overrides, "--plugins")
+    overrides = check_plugins(app, plugins)
 
     from waybox.enqueue import create_crawl
 

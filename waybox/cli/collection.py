@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import sqlite3
 import sys
 
 import click
+from rich.markup import escape
 
 from waybox import __version__
 from waybox.cli import App, err_console, pass_app
-from waybox.cli.output import emit, emit_table, format_options
+from waybox.cli.output import dumps, emit, emit_table, format_options
 
 CONFIG_HEADER = """\
 # waybox collection config. Keys are UPPER_CASE; `waybox config` lists them all.
@@ -20,7 +20,10 @@ CONFIG_HEADER = """\
 
 
 def _refuse_foreign_folder(app: App, force: bool) -> None:
+    """Never scatter archive/, logs/ and a database among someone's own files by accident."""
     root = app.datadir.root
+    if root.exists() and not root.is_dir():
+        raise click.ClickException(f"{root} is a file, not a folder")
     if not root.exists() or app.datadir.is_collection() or force:
         return
     entries = sorted(p.name for p in root.iterdir())
@@ -44,18 +47,18 @@ def init(app: App, force: bool, rebuild: bool) -> None:
     if not datadir.config_file.exists():
         datadir.config_file.write_text(CONFIG_HEADER)
     datadir.secret_key()
-    app.boot(require=True)
+    app.boot(require=True, need_schema=False)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
     app.register_process("cli")
-    err_console.print(f"[green]waybox collection ready[/] in {datadir.root}")
+    err_console.print(f"[green]waybox collection ready[/] in {escape(str(datadir.root))}")
     if rebuild:
         from waybox.archive import rebuild_from_archive
 
         report = rebuild_from_archive(datadir)
         for error in report.errors:
-            err_console.print(f"[red]skipped:[/] {error}")
+            err_console.print(f"[red]skipped:[/] {escape(error)}")
         err_console.print(
             f"rebuilt {report.snapshots} snapshots, {report.results} results, "
             f"{report.crawls} crawls recreated; {len(report.errors)} folders skipped"
@@ -95,7 +98,7 @@ def status(app: App, fmt: str | None) -> None:
     app.boot()
     data = collect_status(app)
     if fmt:
-        click.echo(json.dumps(data, indent=2 if fmt == "json" else None, default=str))
+        click.echo(dumps(data, indent=2 if fmt == "json" else None))
         return
     rows = [
         {"model": model, **{"total": sum(c.values())}, "by status": ", ".join(f"{k}={v}" for k, v in c.items())}

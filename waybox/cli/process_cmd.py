@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from django.utils import timezone
+from rich.markup import escape
 
 from waybox.cli import App, err_console, out_console, pass_app
 from waybox.cli.output import emit, format_options
@@ -77,12 +78,13 @@ def process_list(app: App, status, ptype, running, limit, fmt) -> None:
 
 
 def render_tree(root, children_of, lines, prefix="", last=True, top=True) -> None:
+    """Rich markup lines; the command is escaped, since a `[...]` in it is not markup."""
     connector = "" if top else ("└── " if last else "├── ")
     cmd = " ".join(root.cmd)[:100] if isinstance(root.cmd, list) else str(root.cmd)
     code = "" if root.exit_code is None else f" exit={root.exit_code}"
     lines.append(
         f"{prefix}{connector}[bold]{root.process_type}[/] pid={root.pid} {root.status}{code} "
-        f"{duration(root)}  [dim]{cmd}[/]"
+        f"{duration(root)}  [dim]{escape(cmd)}[/]"
     )
     kids = children_of.get(root.pk, [])
     child_prefix = prefix + ("" if top else ("    " if last else "│   "))
@@ -132,19 +134,27 @@ def process_tree(app: App, process_id, as_json) -> None:
 @click.option("--grace", type=float, default=5.0, show_default=True, help="Seconds between SIGTERM and SIGKILL.")
 @pass_app
 def process_kill(app: App, process_id, grace) -> None:
-    """Stop a process and all its descendants."""
+    """Stop a process and all its descendants.
+
+    Also when the process itself has ended: daemons it double-forked may still be running.
+    """
     app.boot()
-    from waybox.models import Process
+    from waybox.models import Machine, Process
 
     row = Process.objects.filter(pk=process_id).first()
     if row is None:
         raise click.ClickException(f"no process with id {process_id}")
-    if row.proc is None:
+    if row.machine_id != Machine.current().id:
+        raise click.ClickException(f"process {process_id} ran on another machine ({row.machine}); run this there")
+    was_running = row.proc is not None
+    if not was_running:
         row.poll()
         err_console.print(f"process {process_id} is not running (pid {row.pid} is gone or belongs to another process)")
-        return
-    row.kill_tree(grace)
-    err_console.print(f"[green]stopped[/] {process_id} and its descendants")
+    stopped = row.kill_tree(grace)
+    if was_running:
+        err_console.print(f"[green]stopped[/] {process_id} and its descendants ({stopped} processes)")
+    elif stopped:
+        err_console.print(f"[green]stopped[/] {stopped} leftover descendants of {process_id}")
 
 
 COMMANDS = [process_group]

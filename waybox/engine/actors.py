@@ -14,21 +14,23 @@ import os
 import signal
 import time
 import traceback
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from waybox.engine import machines, policy, wakeup
 from waybox.engine.context import Engine
-from waybox.engine.hookrun import Attempt, Target
+from waybox.engine.hookrun import FOLLOW_INTERVAL_S, Attempt, Target, hook_timeout
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 
 IDLE_EXIT_S = 5.0
 RECOVERY_POLL_S = 1.0
 LEASE_MARGIN_S = 30
+OWNER_CHECK_S = 2.0
 CLAIM_BATCH = 25
 AR = ArchiveResult.Status
 
@@ -103,7 +105,7 @@ class Actor:
                 idle_for = time.monotonic() - idle_since
                 if not self.busy() and idle_for >= IDLE_EXIT_S:
                     break
-                waiter.wait(min(RECOVERY_POLL_S, max(0.01, IDLE_EXIT_S - idle_for)), self.extra_fds())
+                waiter.wait(self.wait_timeout(idle_for), self.extra_fds())
         finally:
             self.on_shutdown()
             waiter.close()
@@ -140,6 +142,10 @@ class Actor:
 
     def busy(self) -> bool:
         return False
+
+    def wait_timeout(self, idle_for: float) -> float:
+        """The recovery timer while idle; never past the moment we would exit."""
+        return min(RECOVERY_POLL_S, max(0.01, IDLE_EXIT_S - idle_for))
 
     def extra_fds(self) -> list:
         return []
@@ -179,9 +185,22 @@ class SnapshotActor(Actor):
         machines.tick_snapshot(self.engine, snapshot, lease_until)
 
 
+@dataclass
+class Running:
+    """A hook this actor launched and supervises until it ends."""
+
+    attempt: Attempt
+    pidfd: int | None
+
+
 class ArchiveResultActor(Actor):
-    """Runs hooks. Foreground hooks run inside the tick; background hooks are watched
-    between ticks (a pidfd wakes the actor when one exits) and finished when they end."""
+    """Runs hooks: claims due results, launches their hooks and supervises them all at once.
+
+    A tick only launches; between ticks the actor follows every running hook's stdout,
+    notices exits through pidfds (which wake it at once), enforces timeouts and finishes the
+    results. Foreground and background hooks are supervised the same way, so one actor keeps
+    up to MAX_CONCURRENT_HOOKS hooks busy.
+    """
 
     kind = "archiveresult"
     model = ArchiveResult
@@ -189,7 +208,8 @@ class ArchiveResultActor(Actor):
 
     def __init__(self, engine: Engine, worker: Process):
         super().__init__(engine, worker)
-        self.background: dict = {}  # result pk -> (Attempt, ArchiveResult, pidfd)
+        self.running: dict = {}  # result pk -> Running
+        self.owners_checked = 0.0
         self.max_hooks = int(engine.base_config["MAX_CONCURRENT_HOOKS"])
         self.max_attempts = int(engine.base_config["MAX_ATTEMPTS"])
         self.backoff = float(engine.base_config["RETRY_BACKOFF"])
@@ -206,16 +226,26 @@ class ArchiveResultActor(Actor):
         with transaction.atomic():
             if connection.vendor == "postgresql":
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [hash(Machine.current().guid) % (2**62)])
-            room = self.max_hooks - self.running_hooks()
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(Machine.current().guid[:15], 16)])
+            running = self.running_hooks()
             queue = self.get_queue().select_related("snapshot__crawl", "crawl")
             for candidate in queue.order_by("retry_at", "snapshot_id", "hook_name")[:CLAIM_BATCH]:
-                if candidate.status != AR.STARTED and (room <= 0 or self.blocked_by_exclusive(candidate)):
+                if candidate.status != AR.STARTED and (
+                    not self.has_room(candidate, running) or self.blocked_by_exclusive(candidate)
+                ):
                     continue
                 claimed = self.try_claim(candidate)
                 if claimed is not None:
                     return claimed
         return None
+
+    def has_room(self, candidate: ArchiveResult, running: int) -> bool:
+        """MAX_CONCURRENT_HOOKS bounds every hook, but background hooks may never take the
+        last quarter of the slots: foreground hooks can always run, so Snapshots always reach
+        their seal, which is what frees background slots (no deadlock)."""
+        if candidate.is_background:
+            return running < self.max_hooks - max(1, self.max_hooks // 4)
+        return running < self.max_hooks
 
     def running_hooks(self) -> int:
         return Process.objects.filter(
@@ -238,8 +268,6 @@ class ArchiveResultActor(Actor):
         if hook is None:
             return self.max_tick
         config = self.engine.config_for(crawl, result.snapshot)
-        from waybox.engine.hookrun import hook_timeout
-
         return hook_timeout(hook, config) + float(config["BG_HOOK_GRACE"]) + LEASE_MARGIN_S
 
     def try_claim(self, candidate: ArchiveResult):
@@ -247,8 +275,6 @@ class ArchiveResultActor(Actor):
         lease_until = now + timedelta(seconds=self.lease_seconds(candidate))
         update = {"retry_at": lease_until, "lease_owner": self.worker, "modified_at": now}
         if candidate.status != AR.STARTED:
-            from django.db.models import F
-
             update.update(status=AR.STARTED, attempts=F("attempts") + 1, started_at=now, ended_at=None)
         won = ArchiveResult.objects.filter(
             pk=candidate.pk, status=candidate.status, retry_at=candidate.retry_at
@@ -259,7 +285,7 @@ class ArchiveResultActor(Actor):
         candidate.refresh_from_db()
         return candidate, lease_until, previous
 
-    # -- ticking -------------------------------------------------------------------------
+    # -- ticking: launch -------------------------------------------------------------------
 
     def tick(self, result, lease_until, previous_status) -> None:
         snapshot = result.snapshot
@@ -270,66 +296,104 @@ class ArchiveResultActor(Actor):
         if previous_status == AR.STARTED:
             self.recover(result, hook, target, config)
             return
-        if hook is None:
-            gone = f"hook {result.hook_name} of plugin {result.plugin} no longer exists"
-            machines.skip_result(result, self.worker, gone)
-            return
-        if not config.plugin_enabled(result.plugin):
-            machines.skip_result(result, self.worker, f"plugin {result.plugin} is disabled")
-            return
-        missing = self.engine.missing_binaries(result.plugin)
-        if missing:
-            machines.skip_result(
-                result, self.worker,
-                f"missing binary: {', '.join(missing)} (install it, or run `waybox install`)",
-            )
+        reason = self.reason_to_skip(result, hook, config)
+        if reason:
+            machines.skip_result(result, self.worker, reason)
             return
         attempt = Attempt(result, hook, target, config, self.worker)
         try:
             process = attempt.launch()
         except OSError as err:
-            self.finish(attempt, policy.HookRun(None, None, False, error=f"could not start: {err}"))
+            attempt.follow()
+            self.finish(attempt, policy.HookRun(None, None, False), f"could not start: {err}")
             return
         ArchiveResult.objects.filter(pk=result.pk).update(process=process)
         result.process = process
+        self.supervise(attempt, process.pid)
         if hook.background:
-            self.watch(attempt, process.pid)
             machines.wake_owner(result)  # a launched background hook no longer holds its step
-            return
-        run = attempt.run_foreground(lambda: self.stopping)
-        if self.stopping and not run.timed_out:
-            machines.requeue_result(result, self.worker, "stopped by shutdown; will run again")
-            return
-        self.finish(attempt, run)
 
-    def finish(self, attempt: Attempt, run: policy.HookRun) -> None:
-        result = attempt.result
-        outcome = policy.decide(run, result.attempts, self.max_attempts, self.backoff)
-        machines.finish_result(result, outcome, self.worker, attempt.output_fields())
+    def reason_to_skip(self, result: ArchiveResult, hook, config) -> str:
+        if hook is None:
+            return f"hook {result.hook_name} of plugin {result.plugin} no longer exists"
+        if not config.plugin_enabled(result.plugin):
+            return f"plugin {result.plugin} is disabled"
+        missing = self.engine.missing_binaries(result.plugin)
+        if missing:
+            return f"missing binary: {', '.join(missing)} (install it, or run `waybox install`)"
+        return ""
 
     def recover(self, result: ArchiveResult, hook, target: Target, config) -> None:
-        """A started result whose lease ran out: its actor died, or it is a background hook."""
+        """A started result whose lease ran out: the worker that ran its hook is gone.
+
+        The orphaned hook is stopped, and the result is finished from what the hook wrote:
+        a hook that reported success is never run again.
+        """
         row = result.process
         if row is None or row.status == Process.Status.QUEUED or hook is None:
             machines.requeue_result(result, self.worker, "its worker stopped before the hook started")
             return
         attempt = Attempt(result, hook, target, config, self.worker)
         attempt.process = row
-        owner_sealed = self.owner_sealed(result)
-        live = row.proc if row.status == Process.Status.RUNNING else None
-        if live is not None and hook.background and not owner_sealed:
-            attempt.deadline = time.monotonic() + max(1.0, attempt.timeout - self.age(row))
-            self.watch(attempt, live.pid)
-            return
-        if live is not None:
+        if row.status == Process.Status.RUNNING:
             row.kill_tree(attempt.grace)
-        elif row.status == Process.Status.RUNNING:
-            row.mark_exited(None)
-        self.finish(attempt, attempt.finish_from_file(row.exit_code, owner_sealed and hook.background))
+        sealed = hook.background and self.owner_sealed(result)
+        self.finish(attempt, attempt.conclude(row.exit_code, stopped_at_seal=sealed))
 
-    @staticmethod
-    def age(row: Process) -> float:
-        return (timezone.now() - row.started_at).total_seconds() if row.started_at else 0.0
+    def finish(self, attempt: Attempt, run: policy.HookRun, error: str = "") -> None:
+        result = attempt.result
+        outcome = policy.decide(run, result.attempts, self.max_attempts, self.backoff)
+        fields = attempt.output_fields()
+        if error:
+            fields["output_str"] = f"{fields.get('output_str') or ''} {error}".strip()
+        machines.finish_result(result, outcome, self.worker, fields)
+
+    # -- supervising ---------------------------------------------------------------------
+
+    def supervise(self, attempt: Attempt, pid: int) -> None:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+        self.running[attempt.result.pk] = Running(attempt, pidfd)
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def wait_timeout(self, idle_for: float) -> float:
+        if self.running:
+            return FOLLOW_INTERVAL_S
+        return super().wait_timeout(idle_for)
+
+    def extra_fds(self) -> list:
+        return [r.pidfd for r in self.running.values() if r.pidfd is not None]
+
+    def between_ticks(self) -> None:
+        check_owners = time.monotonic() - self.owners_checked >= OWNER_CHECK_S
+        if check_owners:
+            self.owners_checked = time.monotonic()
+        for pk, running in list(self.running.items()):
+            attempt = running.attempt
+            attempt.follow()
+            code = attempt.process.poll()
+            exited = code is not None or attempt.process.status == Process.Status.EXITED
+            timed_out = not exited and time.monotonic() >= attempt.deadline
+            # backstop for a seal whose SIGTERM never came (its worker died right after sealing)
+            orphaned = not exited and attempt.hook.background and check_owners and self.owner_sealed(attempt.result)
+            if not (exited or timed_out or orphaned):
+                continue
+            if not exited:
+                attempt.stop()
+            self.forget(pk)
+            sealed = attempt.hook.background and not timed_out and self.owner_sealed(attempt.result)
+            self.finish(attempt, attempt.conclude(attempt.process.exit_code, timed_out=timed_out,
+                                                  stopped_at_seal=sealed))
+
+    def forget(self, pk) -> None:
+        running = self.running.pop(pk)
+        if running.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(running.pidfd)
 
     @staticmethod
     def owner_sealed(result: ArchiveResult) -> bool:
@@ -337,51 +401,18 @@ class ArchiveResultActor(Actor):
             return Snapshot.objects.filter(pk=result.snapshot_id, status=Snapshot.Status.SEALED).exists()
         return Crawl.objects.filter(pk=result.crawl_id, status=Crawl.Status.SEALED).exists()
 
-    # -- background hooks ----------------------------------------------------------------
-
-    def watch(self, attempt: Attempt, pid: int) -> None:
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
-        self.background[attempt.result.pk] = (attempt, pidfd)
-        lease = timezone.now() + timedelta(seconds=max(1.0, attempt.deadline - time.monotonic()) + LEASE_MARGIN_S)
-        ArchiveResult.objects.filter(pk=attempt.result.pk, lease_owner=self.worker).update(retry_at=lease)
-
-    def busy(self) -> bool:
-        return bool(self.background)
-
-    def extra_fds(self) -> list:
-        return [fd for _attempt, fd in self.background.values() if fd is not None]
-
-    def between_ticks(self) -> None:
-        for pk, (attempt, pidfd) in list(self.background.items()):
-            process = attempt.process
-            exited = process.poll() is not None or process.status == Process.Status.EXITED
-            if not exited and time.monotonic() < attempt.deadline:
-                continue
-            timed_out = not exited
-            if timed_out:
-                process.kill_tree(attempt.grace)
-            del self.background[pk]
-            if pidfd is not None:
-                os.close(pidfd)
-            sealed = self.owner_sealed(attempt.result)
-            run = attempt.finish_from_file(process.exit_code, sealed and not timed_out)
-            if timed_out:
-                run = policy.HookRun(run.exit_code, run.reported_status, run.left_files, True, attempt.timeout,
-                                     error=run.error)
-            self.finish(attempt, run)
-
     def on_shutdown(self) -> None:
-        """Stop the background hooks we watch and leave their results re-runnable."""
-        for attempt, pidfd in list(self.background.values()):
-            attempt.process.kill_tree(attempt.grace)
-            machines.requeue_result(attempt.result, self.worker, "stopped by shutdown; will run again")
-            if pidfd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(pidfd)
-        self.background.clear()
+        """Stop every hook we supervise. Results whose owner is still in progress are left
+        re-runnable; background hooks of a sealed owner were done anyway and are finished."""
+        for pk, running in list(self.running.items()):
+            attempt = running.attempt
+            attempt.stop()
+            self.forget(pk)
+            if attempt.hook.background and self.owner_sealed(attempt.result):
+                self.finish(attempt, attempt.conclude(attempt.process.exit_code, stopped_at_seal=True))
+            else:
+                attempt.conclude(attempt.process.exit_code)
+                machines.requeue_result(attempt.result, self.worker, "stopped by shutdown; will run again")
 
 
 ACTOR_TYPES: dict[str, type[Actor]] = {a.kind: a for a in (CrawlActor, SnapshotActor, ArchiveResultActor)}

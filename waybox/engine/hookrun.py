@@ -1,15 +1,13 @@
 """Running one hook attempt: invocation exactly as BRIEF.md section 2, output read as it comes.
 
-A foreground hook is run to its end here (records applied as lines arrive, stopped at its
-timeout). A background hook is launched and handed back; whoever holds it calls `finish()`
-when it exits. Either way the attempt ends in a `policy.HookRun` that the state machine
-turns into an ArchiveResult status.
+An `Attempt` launches the hook, `follow()`s its stdout file while it runs (records applied as
+lines arrive) and `conclude()`s into a `policy.HookRun`, which the state machine turns into an
+ArchiveResult status. Foreground and background hooks run the same way; they differ only in
+whether their step waits for them (policy.pending_step).
 """
 
 from __future__ import annotations
 
-import os
-import select
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,15 +69,26 @@ def hook_timeout(hook: Hook, config: Config) -> int:
     return int(config.get(f"{hook.plugin.upper()}_TIMEOUT") or config["TIMEOUT"])
 
 
-def left_files(folder: Path) -> bool:
-    """Whether the hook left any output (pid files and hidden files do not count)."""
+def output_state(folder: Path) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of every output file in a folder (pid files and hidden files do not count)."""
+    state: dict[str, tuple[int, int]] = {}
     if not folder.is_dir():
-        return False
+        return state
     for path in folder.rglob("*"):
         rel = path.relative_to(folder)
         if path.is_file() and not path.name.endswith(".pid") and not any(p.startswith(".") for p in rel.parts):
-            return True
-    return False
+            stat = path.stat()
+            state[str(rel)] = (stat.st_mtime_ns, stat.st_size)
+    return state
+
+
+def left_files(folder: Path, before: dict[str, tuple[int, int]] | None = None) -> bool:
+    """Whether the hook left any output. The folder is shared by every hook of a plugin (and
+    by earlier attempts), so with `before` (the state at launch) only new or changed files count."""
+    after = output_state(folder)
+    if before is None:
+        return bool(after)
+    return any(before.get(name) != value for name, value in after.items())
 
 
 class Attempt:
@@ -99,10 +108,13 @@ class Attempt:
         self.sink: RecordSink | None = None
         self.splitter = jsonl.LineSplitter()
         self.deadline = 0.0
+        self.before: dict[str, tuple[int, int]] | None = None  # output files at launch
+        self.stdout = None
 
     # -- start ---------------------------------------------------------------------------
 
     def launch(self) -> Process:
+        self.before = output_state(self.cwd)
         self.process = Process.launch(
             hook_argv(self.hook, self.target, self.timeout),
             cwd=self.cwd,
@@ -123,72 +135,48 @@ class Attempt:
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"[waybox] {self.hook.name}: {message}\n")
 
-    # -- foreground ----------------------------------------------------------------------
+    # -- following -----------------------------------------------------------------------
 
-    def run_foreground(self, should_stop) -> policy.HookRun:
-        """Follow the hook's stdout file until it exits, applying records as they arrive.
+    def follow(self) -> None:
+        """Apply whatever the hook has added to its stdout file since the last call.
 
         stdout goes to a file, not a pipe, so a hook outlives a worker that dies without
-        losing what it reported; its exit wakes us through a pidfd, and the file is read
-        every FOLLOW_INTERVAL_S meanwhile so records (a title, say) show while it runs.
+        losing what it reported; the supervisor calls this every FOLLOW_INTERVAL_S while the
+        hook runs, so records (a title, say) show before it ends.
         """
-        pidfd = os.pidfd_open(self.process.pid)
-        try:
-            with open(self.process.stdout_path, "rb") as stdout:
-                while True:
-                    remaining = self.deadline - time.monotonic()
-                    if remaining <= 0 or should_stop():
-                        self._read_new(stdout)
-                        return self._stop(timed_out=remaining <= 0)
-                    exited, _, _ = select.select([pidfd], [], [], min(remaining, FOLLOW_INTERVAL_S))
-                    self._read_new(stdout)
-                    if exited:
-                        break
-                code = self.process.wait(10)
-                self._read_new(stdout)
-        finally:
-            os.close(pidfd)
-        for line in self.splitter.close():
-            self.sink.accept(line)
-        return self._outcome(code)
-
-    def _read_new(self, stdout) -> None:
-        for chunk in iter(lambda: stdout.read(READ_CHUNK), b""):
+        if self.sink is None:
+            self.sink = RecordSink(self.result, self.target.snapshot, self.process, self.config, self.log)
+        if self.process is None or not self.process.stdout_path:
+            return
+        if self.stdout is None:
+            try:
+                self.stdout = open(self.process.stdout_path, "rb")  # noqa: SIM115 - closed in conclude()
+            except FileNotFoundError:
+                return
+        for chunk in iter(lambda: self.stdout.read(READ_CHUNK), b""):
             for line in self.splitter.feed(chunk):
                 self.sink.accept(line)
 
-    def _stop(self, *, timed_out: bool) -> policy.HookRun:
+    def stop(self) -> None:
+        """SIGTERM the hook's whole tree, SIGKILL what is left after the grace."""
         self.process.kill_tree(self.grace)
-        run = self._outcome(self.process.exit_code)
-        if timed_out:
-            return policy.HookRun(run.exit_code, run.reported_status, run.left_files, True, self.timeout,
-                                  error=run.error)
-        return run
 
-    # -- background and recovery ---------------------------------------------------------
-
-    def finish_from_file(self, exit_code: int | None, stopped_at_seal: bool) -> policy.HookRun:
-        """Apply everything a hook wrote to its stdout file (background hooks, crash recovery)."""
-        if self.sink is None:
-            self.sink = RecordSink(self.result, self.target.snapshot, self.process, self.config, self.log)
-        path = Path(self.process.stdout_path) if self.process else None
-        if path and path.exists():
-            with open(path, "rb") as f:
-                self._read_new(f)
-            for line in self.splitter.close():
-                self.sink.accept(line)
-        run = self._outcome(exit_code)
-        if stopped_at_seal:
-            return policy.HookRun(run.exit_code, run.reported_status, run.left_files, stopped_at_seal=True,
-                                  error=run.error)
-        return run
-
-    def _outcome(self, exit_code: int | None) -> policy.HookRun:
+    def conclude(self, exit_code: int | None, *, timed_out: bool = False,
+                 stopped_at_seal: bool = False) -> policy.HookRun:
+        """Read the rest of stdout and sum the attempt up for `policy.decide`."""
+        self.follow()
+        for line in self.splitter.close():
+            self.sink.accept(line)
+        if self.stdout is not None:
+            self.stdout.close()
+            self.stdout = None
         return policy.HookRun(
             exit_code=exit_code,
-            reported_status=self.sink.status if self.sink else None,
-            left_files=left_files(self.cwd),
-            error="; ".join(self.sink.errors) if self.sink else "",
+            reported_status=self.sink.status,
+            left_files=left_files(self.cwd, self.before),
+            timed_out=timed_out,
+            timeout=self.timeout,
+            stopped_at_seal=stopped_at_seal,
         )
 
     def output_fields(self) -> dict:
@@ -197,8 +185,12 @@ class Attempt:
         if sink is None:
             return {}
         prefix = self.hook.plugin
+        output_str = sink.output_str
+        if sink.errors:  # e.g. a path outside the Snapshot folder: an error on the result, whatever its status
+            errors = "; ".join(sink.errors)
+            output_str = f"{output_str} ({errors})" if output_str else errors
         return {
-            "output_str": sink.output_str,
+            "output_str": output_str,
             "output_json": sink.output_json,
             "output_files": [f"{prefix}/{p}" for p in sink.output_files],
         }

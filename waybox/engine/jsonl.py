@@ -79,14 +79,22 @@ def parse_line(number: int, raw: bytes) -> Line | None:
     if not text.startswith("{"):
         return Line(number, None, f"not JSON, ignored: {text[:120]!r}")
     try:
-        record = json.loads(text)
+        record = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         return Line(number, None, f"invalid JSON ({err.msg}), ignored")
+    except ValueError as err:  # NaN/Infinity, or an integer too long to convert
+        return Line(number, None, f"invalid JSON ({err}), ignored")
+    except RecursionError:
+        return Line(number, None, "invalid JSON (nested too deeply), ignored")
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return Line(number, None, "a record needs a string 'type', ignored")
     if record["type"] not in KNOWN_TYPES:
         return Line(number, None, f"unknown record type {record['type']!r}, ignored")
     return Line(number, record)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def unsafe_path_reason(path: str) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from django.db import transaction
 from django.db.models import F
 from django.db.models.expressions import Combinable
 from django.utils import timezone
@@ -105,11 +106,13 @@ def crawl_hooks_done(crawl: Crawl) -> bool:
 
 
 def start_crawl(engine: Engine, crawl: Crawl) -> None:
-    if not transition(crawl, {"status": Crawl.Status.QUEUED}, Crawl.Status.STARTED,
-                      retry_at=now(), started_at=now(), lease_owner=None):
-        return
+    """queued -> started, creating the Crawl hooks' results in the same transaction."""
     engine.datadir.crawl_dir(crawl.id).mkdir(parents=True, exist_ok=True)
-    create_results(engine, "Crawl", engine.config_for(crawl), crawl=crawl)
+    with transaction.atomic():
+        if not transition(crawl, {"status": Crawl.Status.QUEUED}, Crawl.Status.STARTED,
+                          retry_at=now(), started_at=now(), lease_owner=None):
+            return
+        create_results(engine, "Crawl", engine.config_for(crawl), crawl=crawl)
     write_crawl_json(engine, crawl)
     wakeup.notify("crawl")
 
@@ -165,11 +168,14 @@ def write_crawl_json(engine: Engine, crawl: Crawl) -> None:
 
 
 def start_snapshot(engine: Engine, snapshot: Snapshot) -> None:
-    if not transition(snapshot, {"status": Snapshot.Status.QUEUED}, Snapshot.Status.STARTED,
-                      retry_at=now(), started_at=now(), current_step=0, lease_owner=None):
-        return
+    """queued -> started, creating one result per enabled hook in the same transaction, so a
+    crash can never leave a started Snapshot without its results."""
     engine.datadir.snapshot_dir(snapshot.id).mkdir(parents=True, exist_ok=True)
-    create_results(engine, "Snapshot", engine.config_for(snapshot.crawl, snapshot), snapshot=snapshot)
+    with transaction.atomic():
+        if not transition(snapshot, {"status": Snapshot.Status.QUEUED}, Snapshot.Status.STARTED,
+                          retry_at=now(), started_at=now(), current_step=0, lease_owner=None):
+            return
+        create_results(engine, "Snapshot", engine.config_for(snapshot.crawl, snapshot), snapshot=snapshot)
     write_snapshot_index(engine.datadir, snapshot)
     wakeup.notify("snapshot")
 
@@ -231,19 +237,16 @@ def stop_background_hooks(engine: Engine, results, folder: Path, config) -> None
 
 
 def pid_file_procs(folder: Path, rows: list[Process]):
-    """Live processes named in `.pid` files that started while one of these hooks ran."""
-    import psutil
-
-    windows = [
-        (row.started_at.timestamp() - osproc.START_TIME_TOLERANCE_S,
-         (row.ended_at or now()).timestamp() + osproc.START_TIME_TOLERANCE_S)
-        for row in rows if row.started_at
-    ]
+    """Live daemons named in `.pid` files under `folder` that one of these hooks could have
+    started: begun after the earliest hook and before their pid file was written."""
+    starts = [row.started_at.timestamp() - osproc.START_TIME_TOLERANCE_S for row in rows if row.started_at]
+    if not starts:
+        return []
     found = []
-    for pid in osproc.pids_from_files(folder):
-        started = osproc.os_start_time(pid)
-        if started is not None and any(lo <= started <= hi for lo, hi in windows):
-            found.append(psutil.Process(pid))
+    for pid, written_at in osproc.pid_files(folder):
+        proc = osproc.declared_process(pid, written_at, min(starts))
+        if proc is not None:
+            found.append(proc)
     return found
 
 

@@ -30,16 +30,22 @@ LOOP_TIMEOUT_S = 1.0
 MIN_LOOP_S = 0.02
 STALE_CHECK_EVERY_S = 10.0
 SHUTDOWN_WAIT_S = 30.0
-LOCK_NAME = "orchestrator.lock"
+LOCK_PREFIX = "orchestrator"
 ALREADY_RUNNING = 3
 
 
 class OrchestratorLock:
-    """flock-based: held while the process lives, released by the kernel when it dies."""
+    """flock-based: held while the process lives, released by the kernel when it dies.
+
+    One lock file per machine identity, so each machine sharing a collection (PostgreSQL)
+    runs its own orchestrator, and never two on one machine.
+    """
 
     def __init__(self, datadir: DataDir):
+        from waybox.proc import machine_identity
+
         datadir.run.mkdir(parents=True, exist_ok=True)
-        self.path = datadir.run / LOCK_NAME
+        self.path = datadir.run / f"{LOCK_PREFIX}-{machine_identity().guid[:16]}.lock"
         self.fd: int | None = None
 
     def acquire(self) -> bool:

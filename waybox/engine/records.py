@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from waybox.config import Config
@@ -24,6 +24,28 @@ from waybox.urlinput import InvalidURL, normalize_url
 
 MAX_OUTPUT_STR = 10_000
 FINAL_REPORTED = ("succeeded", "failed", "skipped")
+INT32 = 2**31
+# What a record with values of the wrong type or size can raise while being applied: logged
+# and ignored. (Anything else, e.g. the database going away, is a real error.)
+BAD_RECORD_ERRORS = (TypeError, ValueError, KeyError, AttributeError, OverflowError, DataError)
+
+
+def _small_int(value: Any) -> int | None:
+    """An integer that fits a database integer column, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and -INT32 <= value < INT32:
+        return value
+    return None
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    """A field that holds names or paths: a list of strings (one string counts as a list of one)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ValueError(f"{what} must be a string or a list of strings")
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -58,7 +80,7 @@ class RecordSink:
         handler = getattr(self, f"_on_{record['type'].lower()}")
         try:
             handler(record, line.number)
-        except (TypeError, ValueError, KeyError) as err:
+        except BAD_RECORD_ERRORS as err:
             self.log(f"stdout line {line.number}: bad {record['type']} record: {err}")
 
     # -- record types --------------------------------------------------------------------
@@ -78,7 +100,12 @@ class RecordSink:
                 self.output_str = text
         if "output_json" in record:
             self.output_json = record["output_json"]
-        for path in record.get("output_files") or []:
+        files = record.get("output_files") or []
+        if isinstance(files, str):
+            files = [files]
+        if not isinstance(files, list):
+            raise ValueError("output_files must be a list of paths")
+        for path in files:
             reason = unsafe_path_reason(path)
             if reason:
                 self.error(f"output_files entry rejected: {reason}")
@@ -89,6 +116,9 @@ class RecordSink:
         if self.snapshot is None:
             raise ValueError("Snapshot records are only accepted from Snapshot hooks")
         url = record.get("url")
+        if url is not None and not isinstance(url, str):
+            raise ValueError(f"url must be a string, not {type(url).__name__}")
+        tags = _strings(record.get("tags"), "tags")
         if url and url != self.snapshot.url:
             self.discover(url, record)
             return
@@ -96,19 +126,24 @@ class RecordSink:
         if isinstance(title, str) and title.strip():
             self.snapshot.title = title.strip()[:1000]
             Snapshot.objects.filter(pk=self.snapshot.pk).update(title=self.snapshot.title, modified_at=timezone.now())
-        for tag in record.get("tags") or []:
-            self._tag(str(tag))
+        for tag in tags:
+            self._tag(tag)
 
     def _on_tag(self, record: dict, number: int) -> None:
         if self.snapshot is None:
             raise ValueError("Tag records are only accepted from Snapshot hooks")
-        self._tag(str(record["name"]))
+        name = record["name"]
+        if not isinstance(name, str):
+            raise ValueError("name must be a string")
+        self._tag(name)
 
     def _on_process(self, record: dict, number: int) -> None:
         cmd = record.get("cmd") or []
         if isinstance(cmd, str):
             cmd = [cmd]
-        exit_code = record.get("exit_code")
+        if not isinstance(cmd, list):
+            raise ValueError("cmd must be a list")
+        exit_code = _small_int(record.get("exit_code"))
         ended = _parse_time(record.get("ended_at"))
         Process.objects.create(
             machine=Machine.current(),
@@ -116,8 +151,8 @@ class RecordSink:
             process_type=Process.Type.BINARY,
             cmd=[str(c) for c in cmd][:200],
             pwd=str(record.get("pwd") or (self.process.pwd if self.process else "")),
-            pid=record.get("pid") if isinstance(record.get("pid"), int) else None,
-            exit_code=exit_code if isinstance(exit_code, int) else None,
+            pid=_small_int(record.get("pid")),
+            exit_code=exit_code,
             started_at=_parse_time(record.get("started_at")),
             ended_at=ended,
             status=Process.Status.EXITED if ended or exit_code is not None else Process.Status.RUNNING,
@@ -161,7 +196,11 @@ class RecordSink:
         except InvalidURL as err:
             self.log(f"discovered link {url!r} ignored: {err}")
             return
-        if not url_allowed(url, self.config):
+        try:
+            if not url_allowed(url, self.config):
+                return
+        except ValueError as err:
+            self.log(f"discovered link {url!r} ignored: {err}")
             return
         created = create_child_snapshot(snapshot, url, depth, record)
         if created:
@@ -169,10 +208,23 @@ class RecordSink:
 
 
 def url_allowed(url: str, config: Config) -> bool:
+    """URL_ALLOWLIST / URL_DENYLIST; a pattern that is not a valid regex is a ValueError."""
     allow, deny = config.get("URL_ALLOWLIST", ""), config.get("URL_DENYLIST", "")
-    if allow and not re.search(allow, url):
-        return False
-    return not (deny and re.search(deny, url))
+    try:
+        if allow and not re.search(allow, url):
+            return False
+        return not (deny and re.search(deny, url))
+    except re.error as err:
+        key = "URL_ALLOWLIST" if allow and _invalid_regex(allow) else "URL_DENYLIST"
+        raise ValueError(f"{key} is not a valid regular expression: {err}") from None
+
+
+def _invalid_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return True
+    return False
 
 
 def create_child_snapshot(parent: Snapshot, url: str, depth: int, record: dict) -> Snapshot | None:
@@ -186,13 +238,14 @@ def create_child_snapshot(parent: Snapshot, url: str, depth: int, record: dict) 
                 url=url,
                 parent=parent,
                 depth=depth,
-                title=str(record.get("title") or "")[:1000],
+                title=record["title"][:1000] if isinstance(record.get("title"), str) else "",
                 bookmarked_at=_parse_time(record.get("bookmarked_at")),
                 retry_at=timezone.now(),
             )
     except IntegrityError:
         return None
-    tags = [Tag.objects.get_or_create(name=str(t).strip()[:100])[0] for t in record.get("tags") or [] if str(t).strip()]
+    names = _strings(record.get("tags"), "tags")  # already checked by _on_snapshot
+    tags = [Tag.objects.get_or_create(name=t.strip()[:100])[0] for t in names if t.strip()]
     if tags:
         child.tags.add(*tags)
     from waybox.hookspecs import fire
