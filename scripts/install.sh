@@ -31,6 +31,9 @@ if [ "$DEV" = 1 ]; then
 else
   .venv/bin/pip install -q --disable-pip-version-check -e .
 fi
+# npm packages of plugins (single-file-cli, @mozilla/readability) from their lock files;
+# playwright drives the system chromium and never downloads a browser.
+bash scripts/install-plugin-deps.sh
 if [ "$(id -u)" = 0 ] && [ -d /usr/local/bin ]; then
   ln -sf "$PWD/.venv/bin/waybox" /usr/local/bin/waybox
 fi

@@ -81,6 +81,14 @@ def crawl_dict(crawl: Crawl) -> dict[str, Any]:
     }
 
 
+def merkle_root_of(results: list[ArchiveResult]) -> str | None:
+    """The root the `hashes` plugin computed over the Snapshot's files, if it ran."""
+    for result in results:
+        if result.plugin == "hashes" and isinstance(result.output_json, dict):
+            return result.output_json.get("merkle_root")
+    return None
+
+
 def snapshot_dict(
     snapshot: Snapshot, tags: list[str], results: list[ArchiveResult], crawl: Crawl
 ) -> dict[str, Any]:
@@ -100,6 +108,7 @@ def snapshot_dict(
         "started_at": _iso(snapshot.started_at),
         "ended_at": _iso(snapshot.ended_at),
         "crawl": crawl_dict(crawl),
+        "merkle_root": merkle_root_of(results),
         "results": [result_dict(r) for r in results],
     }
 

@@ -7,8 +7,10 @@ A `binaries.jsonl` record names a binary and how to get it:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 
 from waybox.proc import run_quick
@@ -41,7 +43,9 @@ def detect(spec: dict) -> Found:
     """Look the binary up on PATH (or at `abspath`) and ask it its version."""
     name = spec["name"]
     candidates = [spec.get("abspath"), *(spec.get("bin_names") or []), name]
-    abspath = next((p for c in candidates if c and (p := shutil.which(c))), None)
+    # waybox's own virtualenv first: pip-installed tools (yt-dlp) live beside its Python
+    search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    abspath = next((p for c in candidates if c and (p := shutil.which(c, path=search))), None)
     if not abspath:
         return Found(name)
     args = spec.get("version_args") or ["--version"]

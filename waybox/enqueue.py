@@ -7,6 +7,7 @@ the database never waits on the disk.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -15,6 +16,7 @@ from django.utils import timezone
 from waybox.archive import write_snapshot_index
 from waybox.datadir import DataDir
 from waybox.models import Crawl, Snapshot, Tag
+from waybox.parsers import Link
 
 BULK_BATCH = 500
 
@@ -36,34 +38,64 @@ def get_tags(names: Sequence[str]) -> list[Tag]:
     return list(Tag.objects.filter(name__in=names))
 
 
+def as_link(item: str | Link) -> Link:
+    return item if isinstance(item, Link) else Link(url=item)
+
+
+def parse_bookmarked_at(value: str | None):
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+
+
 def create_crawl(
     datadir: DataDir,
-    urls: Sequence[str],
+    urls: Sequence[str | Link],
     *,
     depth: int = 0,
     tags: Sequence[str] = (),
     config: dict[str, Any] | None = None,
     source: str = "",
 ) -> Crawl:
-    """One Crawl with a queued Snapshot per seed URL."""
+    """One Crawl with a queued Snapshot per seed URL (with the title, tags and date an import
+    carried). The Snapshots wait (retry_at NULL) until their Crawl's own hooks are done; the
+    Crawl is due now and a running orchestrator is woken."""
+    links = [as_link(u) for u in urls]
     now = timezone.now()
     tag_names = clean_tags(tags)
     with transaction.atomic():
         crawl = Crawl.objects.create(
-            urls="\n".join(urls),
+            urls="\n".join(link.url for link in links),
             max_depth=depth,
             tags_str=",".join(tag_names),
             config=config or {},
             source=source[:500],
             retry_at=now,
         )
-        snapshots = [Snapshot(url=url, crawl=crawl, depth=0, retry_at=now) for url in urls]
+        snapshots = [
+            Snapshot(url=link.url, crawl=crawl, depth=0, retry_at=None, title=link.title[:1000],
+                     bookmarked_at=parse_bookmarked_at(link.bookmarked_at))
+            for link in links
+        ]
         Snapshot.objects.bulk_create(snapshots, batch_size=BULK_BATCH)
-        if tag_names:
-            tag_rows = get_tags(tag_names)
+        link_tags = {link.url: clean_tags(link.tags) for link in links if link.tags}
+        all_names = list(dict.fromkeys([*tag_names, *(t for names in link_tags.values() for t in names)]))
+        if all_names:
+            tag_ids = {t.name: t.id for t in get_tags(all_names)}
             through = Snapshot.tags.through
-            links = [through(snapshot_id=s.id, tag_id=t.id) for s in snapshots for t in tag_rows]
-            through.objects.bulk_create(links, batch_size=BULK_BATCH)
+            rows = [
+                through(snapshot_id=s.id, tag_id=tag_ids[name])
+                for s in snapshots
+                for name in dict.fromkeys([*tag_names, *link_tags.get(s.url, [])])
+            ]
+            through.objects.bulk_create(rows, batch_size=BULK_BATCH, ignore_conflicts=True)
     for snapshot in Snapshot.objects.filter(crawl=crawl).select_related("crawl").prefetch_related("tags"):
         write_snapshot_index(datadir, snapshot, results=[])
+    from waybox.engine import wakeup
+
+    wakeup.notify("crawl")
     return crawl

@@ -146,13 +146,16 @@ def _register_commands() -> None:
         collection,
         config_cmd,
         engine_cmd,
+        install_cmd,
         listing,
         manage,
         plugins_cmd,
         process_cmd,
+        search_cmd,
     )
 
-    for module in (add, collection, config_cmd, engine_cmd, listing, manage, plugins_cmd, process_cmd):
+    for module in (add, collection, config_cmd, engine_cmd, install_cmd, listing, manage, plugins_cmd, process_cmd,
+                   search_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

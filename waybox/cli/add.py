@@ -10,36 +10,63 @@ from rich.markup import escape
 
 from waybox.cli import App, err_console, pass_app
 from waybox.config import check_overrides
-from waybox.urlinput import Rejected, parse_url_lines, split_valid
+from waybox.parsers import FORMATS, Link, ParseError, ParseResult, parse
+from waybox.urlinput import Rejected, parse_url_lines
 
 
-def read_input(urls: tuple[str, ...], file: str | None) -> tuple[list[str], list[Rejected], str]:
-    """URLs from arguments, a file, or stdin (`-`), with every rejected line and its reason."""
-    items: list[str | Rejected] = []
+def read_input(urls: tuple[str, ...], file: str | None, fmt: str | None) -> tuple[list[Link], list[Rejected], str]:
+    """Links from arguments (one URL each), a file, or stdin (`-`), with every rejected line.
+
+    Files and stdin go through `waybox.parsers`, which detects the format (plain URLs, HTML,
+    RSS/Atom, browser bookmarks, JSONL, Pinboard JSON, Pocket CSV) unless --format says it.
+    """
+    links: list[Link] = []
+    rejected: list[Rejected] = []
     sources: list[str] = []
     args = [u for u in urls if u != "-"]
+    for item in parse_url_lines(args, "argument"):
+        if isinstance(item, Rejected):
+            rejected.append(item)
+        else:
+            links.append(Link(url=item))
     if args:
-        items += parse_url_lines(args, "argument")
         sources.append("arguments")
     if "-" in urls or file == "-":
-        items += parse_url_lines(sys.stdin.read().splitlines(), "stdin")
-        sources.append("stdin")
+        parsed = parse_import(sys.stdin.buffer.read(), "stdin", fmt)
+        links += parsed.links
+        rejected += [Rejected(f"stdin:{s.line}", s.text, s.reason) for s in parsed.skipped]
+        sources.append(f"stdin ({parsed.format})")
     if file and file != "-":
-        items += parse_url_lines(read_url_file(file), file)
-        sources.append(str(Path(file).resolve()))
-    valid, rejected = split_valid(items)
-    return valid, rejected, ", ".join(sources)
+        parsed = parse_import(read_import_file(file), file, fmt)
+        links += parsed.links
+        rejected += [Rejected(f"{file}:{s.line}", s.text, s.reason) for s in parsed.skipped]
+        sources.append(f"{Path(file).resolve()} ({parsed.format})")
+    return unique_links(links), rejected, ", ".join(sources)
 
 
-def read_url_file(file: str) -> list[str]:
-    """The lines of a URL list; a byte-order mark (Windows editors) is not part of the first URL."""
+def unique_links(links: list[Link]) -> list[Link]:
+    seen: dict[str, Link] = {}
+    for link in links:
+        seen.setdefault(link.url, link)
+    return list(seen.values())
+
+
+def parse_import(data: bytes, where: str, fmt: str | None) -> ParseResult:
     try:
-        text = Path(file).read_text(encoding="utf-8-sig", errors="replace")
+        return parse(data, format=fmt)
+    except ParseError as err:
+        for skipped in err.skipped:
+            err_console.print(f"[yellow]skipped[/] {escape(where)}:{skipped.line}: {escape(skipped.reason)}")
+        raise click.ClickException(f"{where}: {err}") from None
+
+
+def read_import_file(file: str) -> bytes:
+    try:
+        return Path(file).read_bytes()
     except IsADirectoryError:
         raise click.ClickException(f"cannot read {file}: it is a folder, not a file") from None
     except OSError as err:
         raise click.ClickException(f"cannot read {file}: {err.strerror or err}") from None
-    return text.splitlines()
 
 
 def check_plugins(app: App, plugins: str) -> dict[str, str]:
@@ -62,15 +89,17 @@ def check_plugins(app: App, plugins: str) -> dict[str, str]:
               help="Follow discovered links this many levels deep.")
 @click.option("--tag", "-t", "tags", multiple=True, help="Tag every Snapshot (repeat or comma-separate).")
 @click.option("--plugins", default="", help="Comma-separated plugins to run for this Crawl only.")
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default=None,
+              help="Format of --file/stdin (default: detected).")
 @click.option("--bg", is_flag=True, help="Only queue the Crawl; a running `waybox run` archives it.")
 @pass_app
 def add(app: App, urls: tuple[str, ...], file: str | None, depth: int, tags: tuple[str, ...],
-        plugins: str, bg: bool) -> None:
+        plugins: str, fmt: str | None, bg: bool) -> None:
     """Archive URLs given as arguments, in --file, or on stdin (-)."""
     if not urls and not file:
         raise click.UsageError("give URLs, --file PATH, or - to read stdin")
     app.boot()
-    valid, rejected, source = read_input(urls, file)
+    valid, rejected, source = read_input(urls, file, fmt)
     for r in rejected:
         err_console.print(f"[yellow]skipped[/] {escape(r.where)}: {escape(repr(r.text))}: {escape(r.reason)}")
     if not valid:

@@ -168,11 +168,25 @@ def remove(
 
 
 def remove_snapshots(app: App, ids: list[uuid.UUID]) -> None:
-    """Rows first (so nothing points at a missing folder), then the folders."""
-    from waybox.models import Snapshot
+    """Stop their running hooks, delete rows (and index entries), then folders; Crawls left
+    without Snapshots go too."""
+    from waybox import search
+    from waybox.models import ArchiveResult, Crawl, Process, Snapshot
 
+    running = Process.objects.filter(
+        status=Process.Status.RUNNING, archiveresults__snapshot_id__in=ids,
+        archiveresults__status=ArchiveResult.Status.STARTED,
+    ).distinct()
+    for process in running:
+        process.kill_tree(grace=float(app.config["BG_HOOK_GRACE"]))
+    crawl_ids = set(Snapshot.objects.filter(id__in=ids).values_list("crawl_id", flat=True))
     for start in range(0, len(ids), 500):
         Snapshot.objects.filter(id__in=ids[start : start + 500]).delete()
+    search.remove_snapshots(ids)
+    empty = Crawl.objects.filter(id__in=crawl_ids, snapshots__isnull=True)
+    for crawl_id in empty.values_list("id", flat=True):
+        shutil.rmtree(app.datadir.crawl_dir(crawl_id), ignore_errors=True)
+    empty.delete()
     for snapshot_id in ids:
         shutil.rmtree(app.datadir.snapshot_dir(snapshot_id), ignore_errors=True)
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from waybox.engine import machines, policy, wakeup
 from waybox.engine.context import Engine
-from waybox.engine.hookrun import FOLLOW_INTERVAL_S, Attempt, Target, hook_timeout
+from waybox.engine.hookrun import FOLLOW_INTERVAL_S, Attempt, Target, hook_timeout, lives_until_seal
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 
@@ -31,6 +31,7 @@ IDLE_EXIT_S = 5.0
 RECOVERY_POLL_S = 1.0
 LEASE_MARGIN_S = 30
 OWNER_CHECK_S = 2.0
+LONG_LEASE_S = 365 * 24 * 3600
 CLAIM_BATCH = 25
 AR = ArchiveResult.Status
 
@@ -228,12 +229,16 @@ class ArchiveResultActor(Actor):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(Machine.current().guid[:15], 16)])
             running = self.running_hooks()
+            waiting_owners = set()  # owners with a hook waiting for a slot: keep filename order
             queue = self.get_queue().select_related("snapshot__crawl", "crawl")
             for candidate in queue.order_by("retry_at", "snapshot_id", "hook_name")[:CLAIM_BATCH]:
-                if candidate.status != AR.STARTED and (
-                    not self.has_room(candidate, running) or self.blocked_by_exclusive(candidate)
-                ):
-                    continue
+                owner = (candidate.snapshot_id, candidate.crawl_id)
+                if candidate.status != AR.STARTED:
+                    if owner in waiting_owners or not self.has_room(candidate, running):
+                        waiting_owners.add(owner)
+                        continue
+                    if self.blocked_by_exclusive(candidate):
+                        continue
                 claimed = self.try_claim(candidate)
                 if claimed is not None:
                     return claimed
@@ -267,6 +272,8 @@ class ArchiveResultActor(Actor):
         crawl = result.snapshot.crawl if result.snapshot_id else result.crawl
         if hook is None:
             return self.max_tick
+        if lives_until_seal(hook):
+            return LONG_LEASE_S  # released at once by the orchestrator if this worker dies
         config = self.engine.config_for(crawl, result.snapshot)
         return hook_timeout(hook, config) + float(config["BG_HOOK_GRACE"]) + LEASE_MARGIN_S
 

@@ -58,7 +58,11 @@ def hook_argv(hook: Hook, target: Target, timeout: int) -> list[str]:
 
 
 def hook_env(hook: Hook, target: Target, config: Config) -> dict[str, str]:
+    """The plugin's keys and the global keys, every plugin's <PLUGIN>_ENABLED (so hooks can
+    coordinate, e.g. headers without a browser), and the folders of BRIEF.md section 2."""
     env = config.hook_env(hook.plugin)
+    for name in config.registry.plugins if config.registry else ():
+        env[f"{name.upper()}_ENABLED"] = "True" if config.plugin_enabled(name) else "False"
     env["DATA_DIR"] = str(target.datadir.root)
     env["CRAWL_DIR"] = str(target.datadir.crawl_dir(target.crawl.id))
     env["SNAP_DIR"] = str(target.owner_dir) if target.snapshot is not None else ""
@@ -67,6 +71,12 @@ def hook_env(hook: Hook, target: Target, config: Config) -> dict[str, str]:
 
 def hook_timeout(hook: Hook, config: Config) -> int:
     return int(config.get(f"{hook.plugin.upper()}_TIMEOUT") or config["TIMEOUT"])
+
+
+def lives_until_seal(hook: Hook) -> bool:
+    """Background Crawl hooks (a shared browser, say) serve the whole Crawl: their
+    <PLUGIN>_TIMEOUT bounds each use, not their life, which ends when the Crawl seals."""
+    return hook.background and hook.model == "Crawl"
 
 
 def output_state(folder: Path) -> dict[str, tuple[int, int]]:
@@ -125,7 +135,7 @@ class Attempt:
             log_dir=self.log_dir,
             log_name=self.hook.name,
         )
-        self.deadline = time.monotonic() + self.timeout
+        self.deadline = time.monotonic() + (float("inf") if lives_until_seal(self.hook) else self.timeout)
         self.sink = RecordSink(self.result, self.target.snapshot, self.process, self.config, self.log)
         return self.process
 

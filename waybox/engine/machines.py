@@ -265,9 +265,8 @@ def finish_result(result: ArchiveResult, outcome: policy.Outcome, worker: Proces
     """started -> succeeded | failed | skipped | backoff, then wake its owner."""
     retry_at = now() + timedelta(seconds=outcome.retry_in) if outcome.retry_in is not None else None
     output_str = fields.pop("output_str", "") or ""
-    if outcome.status in ("failed", "backoff", "skipped") and outcome.message and not output_str:
-        output_str = outcome.message
-    elif outcome.message and outcome.message not in output_str and outcome.status != "succeeded":
+    explains = outcome.status in ("failed", "backoff") or not output_str
+    if outcome.message and explains and outcome.message not in output_str:
         output_str = f"{output_str} ({outcome.message})" if output_str else outcome.message
     changed = transition(
         result, {"status": AR.STARTED, "lease_owner": worker}, outcome.status,

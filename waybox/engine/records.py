@@ -145,18 +145,22 @@ class RecordSink:
             raise ValueError("cmd must be a list")
         exit_code = _small_int(record.get("exit_code"))
         ended = _parse_time(record.get("ended_at"))
-        Process.objects.create(
-            machine=Machine.current(),
-            parent=self.process,
-            process_type=Process.Type.BINARY,
-            cmd=[str(c) for c in cmd][:200],
-            pwd=str(record.get("pwd") or (self.process.pwd if self.process else "")),
-            pid=_small_int(record.get("pid")),
-            exit_code=exit_code,
-            started_at=_parse_time(record.get("started_at")),
-            ended_at=ended,
-            status=Process.Status.EXITED if ended or exit_code is not None else Process.Status.RUNNING,
-        )
+        pid = _small_int(record.get("pid"))
+        fields = {
+            "machine": Machine.current(),
+            "process_type": Process.Type.BINARY,
+            "cmd": [str(c) for c in cmd][:200],
+            "pwd": str(record.get("pwd") or (self.process.pwd if self.process else "")),
+            "exit_code": exit_code,
+            "started_at": _parse_time(record.get("started_at")),
+            "ended_at": ended,
+            "status": Process.Status.EXITED if ended or exit_code is not None else Process.Status.RUNNING,
+        }
+        if pid is not None and self.process is not None:
+            # a hook may report a binary when it starts and again when it ends: one row
+            Process.objects.update_or_create(parent=self.process, pid=pid, defaults=fields)
+        else:
+            Process.objects.create(parent=self.process, pid=pid, **fields)
 
     def _on_binary(self, record: dict, number: int) -> None:
         Binary.objects.update_or_create(
