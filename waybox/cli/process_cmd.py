@@ -27,6 +27,7 @@ def process_row(p) -> dict:
         "pid": p.pid,
         "exit_code": p.exit_code,
         "parent_id": str(p.parent_id) if p.parent_id else None,
+        "machine_id": str(p.machine_id),
         "started_at": p.started_at,
         "ended_at": p.ended_at,
         "duration": duration(p),
