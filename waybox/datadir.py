@@ -85,5 +85,10 @@ class DataDir:
 
 def resolve_data_dir(option: str | os.PathLike[str] | None = None) -> DataDir:
     """--data-dir beats WAYBOX_DATA_DIR beats the current working directory."""
-    raw = option or os.environ.get(DATA_DIR_ENV) or os.getcwd()
+    raw = option or os.environ.get(DATA_DIR_ENV)
+    if not raw:
+        try:
+            raw = os.getcwd()
+        except FileNotFoundError:
+            raise ValueError("the current folder no longer exists: cd to your collection or pass --data-dir") from None
     return DataDir(Path(raw).expanduser().resolve())

@@ -27,7 +27,10 @@ class App:
     """What a command needs: the data directory, its config, and a started Django."""
 
     def __init__(self, data_dir: str | None):
-        self.datadir: DataDir = resolve_data_dir(data_dir)
+        try:
+            self.datadir: DataDir = resolve_data_dir(data_dir)
+        except ValueError as err:
+            raise click.ClickException(str(err)) from None
         self.booted = False
 
     @cached_property
@@ -152,10 +155,12 @@ def _register_commands() -> None:
         plugins_cmd,
         process_cmd,
         search_cmd,
+        server_cmd,
+        token_cmd,
     )
 
     for module in (add, collection, config_cmd, engine_cmd, install_cmd, listing, manage, plugins_cmd, process_cmd,
-                   search_cmd):
+                   search_cmd, server_cmd, token_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from waybox.cli import App, err_console, pass_app
 from waybox.cli.output import emit, format_options
-from waybox.config import Config, ConfigError, canonical_names, coerce, is_secret_key, to_env_string
+from waybox.config import Config, ConfigError, canonical_names, coerce, is_secret_key, load_config, to_env_string
 
 
 def set_in_file(app: App, assignments: tuple[str, ...]) -> None:
@@ -21,9 +21,11 @@ def set_in_file(app: App, assignments: tuple[str, ...]) -> None:
     config = app.config
     path = app.datadir.config_file
     updates = {}
-    for assignment in assignments:
+    for assignment in sorted(assignments, key=lambda a: not a.upper().startswith("PLUGIN_DIRS=")):
         key, value = parse_assignment(config, assignment)
         updates[key] = value
+        if key == "PLUGIN_DIRS":  # the new folders' plugins bring keys the rest may set
+            config = load_config(app.datadir, env={**os.environ, "PLUGIN_DIRS": value})
     doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
     for key, value in updates.items():
         spellings = {key, *config.options[key].aliases}
