@@ -35,7 +35,8 @@ class Waybox:
         )
         if check and result.returncode != 0:
             raise AssertionError(
-                f"waybox {' '.join(args)} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+                f"waybox {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
             )
         return result
 

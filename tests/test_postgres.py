@@ -7,91 +7,38 @@ namespace, as a container would) share one queue: every hook attempt runs exactl
 from __future__ import annotations
 
 import collections
-import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from tests import pgserver
 from tests.conftest import ENGINE_PLUGINS, Waybox, kill_leftovers
 from tests.test_orchestrator import ledger_lines, snapshots, wait_for
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def postgres_bin(name: str) -> str | None:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else None
 
 
 @pytest.fixture(scope="module")
 def postgres_server():
     """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth), stopped after the module."""
-    initdb, server = postgres_bin("initdb"), postgres_bin("postgres")
-    if not initdb or not server:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed: scripts/install.sh --dev installs it")
-        pytest.skip("PostgreSQL is not installed (scripts/install.sh --dev installs it)")
-    if os.geteuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("starting PostgreSQL as its own user needs root")
-    root = Path(tempfile.mkdtemp(prefix="waybox-pg-", dir="/tmp"))
-    root.chmod(0o755)
-    data, sockets = root / "data", root / "sock"
-    sockets.mkdir()
-    shutil.chown(root, "postgres")
-    shutil.chown(sockets, "postgres")
-    subprocess.run(["runuser", "-u", "postgres", "--", initdb, "-D", str(data), "--auth=trust", "-U", "postgres",
-                    "--no-sync"], check=True, capture_output=True)
-    port = free_port()
-    proc = subprocess.Popen(
-        ["runuser", "-u", "postgres", "--", server, "-D", str(data), "-k", str(sockets), "-p", str(port),
-         "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
     try:
-        import psycopg
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", connect_timeout=2).close()
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(root, ignore_errors=True)
+        with pgserver.postgres_server() as port:
+            yield port
+    except pgserver.PostgresUnavailable as err:
+        if os.environ.get("CI"):
+            pytest.fail(str(err))
+        pytest.skip(str(err))
 
 
 @pytest.fixture
 def pg_ledger(postgres_server: int, tmp_path: Path):
-    import psycopg
-
-    name = f"waybox_{os.getpid()}_{time.monotonic_ns()}"
-    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{postgres_server}/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+    url = pgserver.create_database(postgres_server, f"waybox_{os.getpid()}_{time.monotonic_ns()}")
     wb = Waybox(tmp_path / "collection")
     wb.data_dir.mkdir()
-    url = f"postgres://postgres@127.0.0.1:{postgres_server}/{name}"
     (wb.data_dir / "waybox.toml").write_text(f'DATABASE_URL = "{url}"\n')
     wb("init")
     wb("config", "--set", f"PLUGIN_DIRS={ENGINE_PLUGINS}", "--set", "PLUGINS=ledger", "--set", "RETRY_BACKOFF=0",
@@ -143,5 +90,5 @@ def test_two_orchestrators_share_one_queue_exactly_once(pg_ledger: Waybox) -> No
     runs = collections.Counter((hook, snap) for hook, snap, *_ in ledger_lines(pg_ledger))
     assert len(runs) == 12 * 4 and set(runs.values()) == {1}, [k for k, v in runs.items() if v != 1]
     hooks = pg_ledger.json("process", "list", "--json", "--type", "hook", "--limit", "1000")
-    machines = {h["machine_id"] for h in hooks}
-    assert len(machines) == 2, f"both machines should have run hooks: {collections.Counter(h['machine_id'] for h in hooks)}"
+    per_machine = collections.Counter(h["machine_id"] for h in hooks)
+    assert len(per_machine) == 2, f"both machines should have run hooks: {per_machine}"
