@@ -6,6 +6,7 @@ Snapshot, its Crawl's settings, its tags and every ArchiveResult.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -121,10 +122,21 @@ def write_snapshot_index(
     Results are read fresh unless the caller passes them (a brand-new Snapshot has none, and
     one query per Snapshot is most of the time `add` spends on a long URL list).
     """
-    tags = [t.name for t in snapshot.tags.all()]
-    results = list(snapshot.results.order_by("hook_name")) if results is None else results
     path = datadir.snapshot_dir(snapshot.id) / INDEX_FILENAME
-    write_json_atomic(path, snapshot_dict(snapshot, tags, results, snapshot.crawl))
+    if results is not None:
+        tags = [t.name for t in snapshot.tags.all()]
+        write_json_atomic(path, snapshot_dict(snapshot, tags, results, snapshot.crawl))
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / ".index.lock", "a") as lock:
+        # writers take turns, each reading the database after the previous one wrote, so the
+        # last file written always reflects the last change (no stale read wins)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = Snapshot.objects.select_related("crawl").prefetch_related("tags").filter(pk=snapshot.pk).first()
+        if fresh is not None:
+            tags = [t.name for t in fresh.tags.all()]
+            results = list(fresh.results.order_by("hook_name"))
+            write_json_atomic(path, snapshot_dict(fresh, tags, results, fresh.crawl))
     return path
 
 

@@ -47,7 +47,9 @@ def database_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any
 
 
 def build_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any]:
-    return {
+    from waybox.web.conf import web_settings
+
+    return web_settings({
         "DEBUG": False,
         "SECRET_KEY": datadir.secret_key() if datadir.root.exists() else "not-initialised",
         "ALLOWED_HOSTS": ["*"],
@@ -92,7 +94,7 @@ def build_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any]:
         "STATIC_ROOT": str(datadir.root / "logs" / "static"),
         "WAYBOX_DATA_DIR": str(datadir.root),
         "LOGGING": {"version": 1, "disable_existing_loggers": False},
-    }
+    })
 
 
 def setup_django(datadir: DataDir, database_url: str = "") -> None:

@@ -262,13 +262,6 @@ def apply_migrations(app: App) -> None:
         call_command("migrate", interactive=False, verbosity=0)
 
 
-def collect_static(app: App) -> None:
-    """Copy the admin's and the UI's static files to logs/static, where WhiteNoise serves them."""
-    from django.core.management import call_command
-
-    call_command("collectstatic", interactive=False, verbosity=0)
-
-
 @click.command()
 @click.option("--bind", default=None, metavar="HOST:PORT",
               help="Address to listen on (default: BIND_ADDR, 127.0.0.1:8000).")
@@ -283,7 +276,6 @@ def server(app: App, bind: str | None, no_orchestrator: bool, workers: int, thre
     split_bind(bind)
     app.datadir.create_layout()
     apply_migrations(app)
-    collect_static(app)
     reap_orphans()
     sys.exit(Supervisor(app, bind, not no_orchestrator, workers, threads).run())
 

@@ -245,17 +245,19 @@ class ArchiveResultActor(Actor):
         return None
 
     def has_room(self, candidate: ArchiveResult, running: int) -> bool:
-        """MAX_CONCURRENT_HOOKS bounds every hook, but background hooks may never take the
-        last quarter of the slots: foreground hooks can always run, so Snapshots always reach
-        their seal, which is what frees background slots (no deadlock)."""
-        if candidate.is_background:
-            return running < self.max_hooks - max(1, self.max_hooks // 4)
-        return running < self.max_hooks
+        """MAX_CONCURRENT_HOOKS bounds foreground hooks. Background hooks are not counted:
+        they live until their Snapshot seals, so counting them could let a step's own
+        listeners hold every slot and the Snapshot never seal; MAX_CONCURRENT_SNAPSHOTS
+        bounds them instead."""
+        return candidate.is_background or running < self.max_hooks
 
     def running_hooks(self) -> int:
-        return Process.objects.filter(
-            machine=Machine.current(), process_type=Process.Type.HOOK, status=Process.Status.RUNNING
-        ).count()
+        """Foreground hooks claimed by this machine's workers and not finished (counted from the
+        claim, so workers claiming at once never overshoot)."""
+        started = ArchiveResult.objects.filter(
+            status=AR.STARTED, lease_owner__machine=Machine.current()
+        ).exclude(hook_name__contains=".bg.")
+        return started.count()
 
     def blocked_by_exclusive(self, result: ArchiveResult) -> bool:
         resource = self.engine.exclusive_of(result.plugin)

@@ -111,7 +111,7 @@ class Attempt:
         self.config = config
         self.worker = worker
         self.cwd = target.owner_dir / hook.plugin
-        self.log_dir = target.owner_dir / HOOK_LOG_DIR
+        self.log_dir = target.owner_dir / HOOK_LOG_DIR / hook.plugin
         self.timeout = hook_timeout(hook, config)
         self.grace = float(config["BG_HOOK_GRACE"])
         self.process: Process | None = None

@@ -99,6 +99,17 @@ def crawl_results(crawl: Crawl, model: str) -> list[ArchiveResult]:
     return list(ArchiveResult.objects.filter(crawl=crawl, snapshot=None, hook_name__startswith=f"on_{model}__"))
 
 
+def release_snapshots(engine: Engine, crawl: Crawl) -> None:
+    """The Crawl's own hooks are done: make as many of its Snapshots due as there is room for
+    (each seal makes room for the next)."""
+    room = int(engine.base_config["MAX_CONCURRENT_SNAPSHOTS"]) - Snapshot.objects.filter(
+        status=Snapshot.Status.STARTED).count()
+    waiting = Snapshot.objects.filter(crawl=crawl, status=Snapshot.Status.QUEUED, retry_at=None)
+    ids = list(waiting.order_by("created_at").values_list("pk", flat=True)[: max(room, 1)])
+    if ids and Snapshot.objects.filter(pk__in=ids, retry_at=None).update(retry_at=now()):
+        wakeup.notify("snapshot")
+
+
 def crawl_hooks_done(crawl: Crawl) -> bool:
     return crawl.status == Crawl.Status.STARTED and policy.pending_step(
         step_items(crawl_results(crawl, "Crawl"))
@@ -130,11 +141,7 @@ def tick_crawl(engine: Engine, crawl: Crawl, lease_until) -> None:
         enqueue_steps_upto(results, step)
         release(crawl, lease_until, now() + RECOVERY_INTERVAL)
         return
-    released = Snapshot.objects.filter(crawl=crawl, status=Snapshot.Status.QUEUED, retry_at=None).update(
-        retry_at=now()
-    )
-    if released:
-        wakeup.notify("snapshot")
+    release_snapshots(engine, crawl)
     if Snapshot.objects.filter(crawl=crawl).exclude(status=Snapshot.Status.SEALED).exists():
         release(crawl, lease_until, now() + RECOVERY_INTERVAL)
         return
@@ -167,26 +174,40 @@ def write_crawl_json(engine: Engine, crawl: Crawl) -> None:
 # -- Snapshot --------------------------------------------------------------------------
 
 
-def start_snapshot(engine: Engine, snapshot: Snapshot) -> None:
+def start_snapshot(engine: Engine, snapshot: Snapshot) -> bool:
     """queued -> started, creating one result per enabled hook in the same transaction, so a
-    crash can never leave a started Snapshot without its results."""
+    crash can never leave a started Snapshot without its results. False when
+    MAX_CONCURRENT_SNAPSHOTS are already in progress (checked in the same transaction)."""
     engine.datadir.snapshot_dir(snapshot.id).mkdir(parents=True, exist_ok=True)
+    limit = int(engine.base_config["MAX_CONCURRENT_SNAPSHOTS"])
     with transaction.atomic():
+        if Snapshot.objects.filter(status=Snapshot.Status.STARTED).count() >= limit:
+            return False
         if not transition(snapshot, {"status": Snapshot.Status.QUEUED}, Snapshot.Status.STARTED,
                           retry_at=now(), started_at=now(), current_step=0, lease_owner=None):
-            return
+            return True
         create_results(engine, "Snapshot", engine.config_for(snapshot.crawl, snapshot), snapshot=snapshot)
     write_snapshot_index(engine.datadir, snapshot)
     wakeup.notify("snapshot")
+    return True
+
+
+def wake_waiting_snapshots(limit: int) -> None:
+    """Make the oldest Snapshots waiting for a free place due (their Crawls are ready)."""
+    waiting = Snapshot.objects.filter(status=Snapshot.Status.QUEUED, retry_at=None,
+                                      crawl__status=Crawl.Status.STARTED).order_by("created_at")
+    ids = list(waiting.values_list("pk", flat=True)[:limit])
+    if ids and Snapshot.objects.filter(pk__in=ids, retry_at=None).update(retry_at=now()):
+        wakeup.notify("snapshot")
 
 
 def tick_snapshot(engine: Engine, snapshot: Snapshot, lease_until) -> None:
     if snapshot.status == Snapshot.Status.QUEUED:
-        if crawl_hooks_done(snapshot.crawl):
-            start_snapshot(engine, snapshot)
-        else:  # the Crawl wakes its Snapshots when its own hooks are done
+        if not crawl_hooks_done(snapshot.crawl):  # the Crawl wakes its Snapshots when its hooks are done
             release(snapshot, lease_until, None)
             wake(Crawl, snapshot.crawl_id, "crawl")
+        elif not start_snapshot(engine, snapshot):  # full: the next seal wakes a waiting Snapshot
+            release(snapshot, lease_until, None)
         return
     if snapshot.status != Snapshot.Status.STARTED:
         return
@@ -211,6 +232,7 @@ def seal_snapshot(engine: Engine, snapshot: Snapshot) -> None:
     Snapshot.objects.filter(pk=snapshot.pk).update(output_size=folder_size(folder))
     write_snapshot_index(engine.datadir, snapshot)
     wake(Crawl, snapshot.crawl_id, "crawl")
+    wake_waiting_snapshots(1)
 
 
 def stop_background_hooks(engine: Engine, results, folder: Path, config) -> None:

@@ -227,6 +227,9 @@ class Orchestrator:
     def shutdown(self) -> None:
         """Ask every actor to stop (they stop their hooks), then make sure they are gone."""
         actors = [row for rows in self.actors.values() for row in rows if row.poll() is None]
+        if self.finished():  # also idle actors a killed orchestrator left behind: nothing is left to do
+            mine = {row.pk for row in actors}
+            actors += [row for a in ACTOR_TYPES.values() for row in a.get_running_actors() if row.pk not in mine]
         for row in actors:
             live = row.proc
             if live is not None:

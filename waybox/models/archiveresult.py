@@ -47,10 +47,12 @@ class ArchiveResult(Row):
         indexes = [queue_index("archiveresult")]
         constraints = [
             models.UniqueConstraint(
-                fields=["snapshot", "hook_name"], condition=Q(snapshot__isnull=False), name="result_once_per_hook"
+                fields=["snapshot", "plugin", "hook_name"], condition=Q(snapshot__isnull=False),
+                name="result_once_per_hook"
             ),
             models.UniqueConstraint(
-                fields=["crawl", "hook_name"], condition=Q(snapshot__isnull=True), name="crawl_result_once_per_hook"
+                fields=["crawl", "plugin", "hook_name"], condition=Q(snapshot__isnull=True),
+                name="crawl_result_once_per_hook"
             ),
         ]
         ordering = ["hook_name"]
