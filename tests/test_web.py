@@ -344,6 +344,14 @@ def test_every_page_renders_cleanly_for_a_person(env, site, browser) -> None:
                 page.wait_for_selector(".swagger-ui .opblock", timeout=20_000)
             shot(page, name)
         assert page.locator("#process-tree").count() == 1
+        # an API token made in the admin is shown once and works
+        page.goto(server.base + "/admin/waybox/apitoken/add/")
+        page.fill("#id_name", "from-the-admin")
+        page.click("input[name=_save]")
+        secret = re.search(r"(wbx_[\w-]+)", page.text_content(".messagelist")).group(1)
+        assert Client(server.base, secret).get("/api/v1/crawls").status == 200
+        page.goto(server.base + "/admin/waybox/apitoken/")
+        assert "from-the-admin" in page.content() and secret not in page.content()  # shown once only
         # the admin's delete action shows what goes before anything is deleted
         page.goto(server.base + "/admin/waybox/snapshot/?q=shots%3D1")
         page.check(f"input[name=_selected_action][value='{snaps[0]['id']}']")
@@ -431,6 +439,21 @@ def test_snapshot_page_shows_every_kind_of_output(env, site, browser) -> None:
         assert "not a git repository" in page.text_content("table.results tr[data-plugin=git]")
         shot(page, "23-snapshot-every-output")
         assert not page.console_errors, page.console_errors
+        # the admin's "retry failed" action runs the failed result again (its hook is gone: skipped)
+        page.goto(server.base + "/admin/waybox/snapshot/?q=kinds%3D1")
+        page.check(f"input[name=_selected_action][value='{snap['id']}']")
+        page.select_option("select[name=action]", "retry_failed")
+        page.click("button[name=index]")
+        assert "1 failed result(s) queued" in page.text_content(".messagelist")
+        api = Client(server.base, token)
+
+        def git_result():
+            data = api.get(f"/api/v1/snapshots/{snap['id']}").json()
+            git = next(r for r in data["archiveresults"] if r["plugin"] == "git")
+            return data["status"] == "sealed" and git["status"] != "queued" and git
+
+        git = wait_for(git_result, timeout=60, what="the retried result")
+        assert git["status"] == "skipped" and git["attempts"] == 1, git  # git is not among PLUGINS here
     finally:
         context.close()
 

@@ -75,6 +75,7 @@ def follow_or_orchestrate(app, crawl: Crawl, refresh, log) -> int:
         while True:
             crawl.refresh_from_db()
             if crawl.status == Crawl.Status.SEALED:
+                wait_for_idle_exit(lock, launched)
                 return 0
             if launched is not None and launched.poll() is not None:
                 if launched.exit_code != ALREADY_RUNNING:
@@ -96,6 +97,21 @@ def follow_or_orchestrate(app, crawl: Crawl, refresh, log) -> int:
         return 130
     finally:
         waiter.close()
+
+
+def wait_for_idle_exit(lock: OrchestratorLock, launched: Process | None, limit: float = 60.0) -> None:
+    """The orchestrator exits once all work is done: wait for that, so `add` leaves nothing
+    running behind it, unless other Crawls keep it (rightly) busy."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if Crawl.objects.exclude(status=Crawl.Status.SEALED).exists():
+            return
+        if lock.acquire():  # nobody holds it: the orchestrator is gone
+            lock.release()
+            if launched is not None:
+                launched.poll()
+            return
+        time.sleep(REFRESH_S)  # a display refresh while the orchestrator winds down, not a hand-off
 
 
 def launch_orchestrator(datadir) -> Process:

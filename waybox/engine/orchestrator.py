@@ -241,4 +241,5 @@ class Orchestrator:
             except TimeoutError:
                 row.kill_tree(grace=2)
         release_dead_leases()
-        self.lock.release()
+        # the lock stays held until this process exits (the kernel drops it): "lock free"
+        # then means "orchestrator gone", which `waybox add` relies on
