@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -212,6 +213,17 @@ def test_eight_concurrent_adds_on_sqlite(ledger: Waybox) -> None:
     assert_consistent(ledger)
 
 
+def worker_pids(parent: int) -> list[int]:
+    """Live actor processes of an orchestrator (children that already exited are skipped)."""
+    pids = []
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(parent).children():
+            with contextlib.suppress(psutil.Error):
+                if "worker" in " ".join(child.cmdline()):
+                    pids.append(child.pid)
+    return pids
+
+
 @pytest.mark.parametrize("trial", range(int(os.environ.get("WAYBOX_KILL_TRIALS", "10"))))
 def test_kill_minus_nine_at_random_moments(ledger: Waybox, trial: int) -> None:
     """kill -9 of the orchestrator or an actor at a seeded random moment, then `waybox run`."""
@@ -224,9 +236,7 @@ def test_kill_minus_nine_at_random_moments(ledger: Waybox, trial: int) -> None:
     victim = None
     try:
         time.sleep(rng.uniform(0.5, 4.0))
-        candidates = [orchestrator.pid] + [
-            p.pid for p in psutil.Process(orchestrator.pid).children() if "worker" in " ".join(p.cmdline())
-        ] if orchestrator.poll() is None else []
+        candidates = [orchestrator.pid, *worker_pids(orchestrator.pid)] if orchestrator.poll() is None else []
         if candidates:
             victim = rng.choice(candidates)
             os.kill(victim, signal.SIGKILL)

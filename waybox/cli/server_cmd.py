@@ -13,8 +13,6 @@ application, so no second server is needed.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import sys
 import threading
@@ -221,6 +219,7 @@ class Supervisor:
 
     def shutdown(self) -> None:
         """Stop gunicorn and the orchestrator (each with its grace), then sweep our tree."""
+        from waybox import proc as osproc
         from waybox.engine.orchestrator import SHUTDOWN_WAIT_S
         from waybox.models import Process
 
@@ -230,8 +229,7 @@ class Supervisor:
         for child in children:  # both start stopping at once
             live = child.proc if child.status == "running" else None
             if live is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(live.pid, signal.SIGTERM)
+                osproc.signal_group(live.pid, signal.SIGTERM)
         if self.orchestrator is not None:
             self.orchestrator.terminate(grace=SHUTDOWN_WAIT_S)
         if self.gunicorn is not None:
