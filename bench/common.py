@@ -30,7 +30,8 @@ def noop_collection(parallel: int, database_url: str = "") -> Path:
         (root / "waybox.toml").write_text(f'DATABASE_URL = "{database_url}"\n')
     waybox(root, "init")
     waybox(root, "config", "--set", f"PLUGIN_DIRS={NOOP_PLUGINS}", "--set", "PLUGINS=noop",
-           "--set", f"MAX_CONCURRENT_HOOKS={parallel}", "--set", f"MAX_CONCURRENT_ACTORS={parallel}")
+           "--set", f"MAX_CONCURRENT_HOOKS={parallel}", "--set", f"MAX_CONCURRENT_ACTORS={parallel}",
+           "--set", f"MAX_CONCURRENT_SNAPSHOTS={parallel}")  # one hook per Snapshot: no slot queueing
     return root
 
 

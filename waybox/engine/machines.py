@@ -325,12 +325,11 @@ def wake_owner(result: ArchiveResult) -> None:
 
 
 def after_result_change(result: ArchiveResult) -> None:
-    if result.snapshot_id:
-        snapshot = Snapshot.objects.filter(pk=result.snapshot_id).select_related("crawl").first()
-        if snapshot is not None:
-            from django.conf import settings
-
-            from waybox.datadir import DataDir
-
-            write_snapshot_index(DataDir(Path(settings.WAYBOX_DATA_DIR)), snapshot)
+    """Wake the owner first (the next step waits on it), then refresh index.json."""
     wake_owner(result)
+    if result.snapshot_id:
+        from django.conf import settings
+
+        from waybox.datadir import DataDir
+
+        write_snapshot_index(DataDir(Path(settings.WAYBOX_DATA_DIR)), Snapshot(pk=result.snapshot_id))
