@@ -51,10 +51,12 @@ class Actor:
 
     # -- the spec's ActorType interface (used by the orchestrator) ----------------------
 
+    queue_states: tuple[str, ...] = ()
+
     @classmethod
     def get_queue(cls):
-        """Objects due now that this actor type can move forward."""
-        raise NotImplementedError
+        """Objects due now (retry_at passed) in a state this actor type moves forward."""
+        return cls.model.objects.filter(status__in=cls.queue_states, retry_at__lte=timezone.now())
 
     @classmethod
     def get_running_actors(cls) -> list[Process]:
@@ -159,12 +161,7 @@ class CrawlActor(Actor):
     kind = "crawl"
     model = Crawl
     channel = "crawl"
-
-    @classmethod
-    def get_queue(cls):
-        return Crawl.objects.filter(
-            status__in=[Crawl.Status.QUEUED, Crawl.Status.STARTED], retry_at__lte=timezone.now()
-        )
+    queue_states = (Crawl.Status.QUEUED, Crawl.Status.STARTED)
 
     def tick(self, crawl, lease_until, previous_status) -> None:
         machines.tick_crawl(self.engine, crawl, lease_until)
@@ -174,12 +171,7 @@ class SnapshotActor(Actor):
     kind = "snapshot"
     model = Snapshot
     channel = "snapshot"
-
-    @classmethod
-    def get_queue(cls):
-        return Snapshot.objects.filter(
-            status__in=[Snapshot.Status.QUEUED, Snapshot.Status.STARTED], retry_at__lte=timezone.now()
-        )
+    queue_states = (Snapshot.Status.QUEUED, Snapshot.Status.STARTED)
 
     def tick(self, snapshot, lease_until, previous_status) -> None:
         snapshot = Snapshot.objects.select_related("crawl").get(pk=snapshot.pk)
@@ -215,11 +207,7 @@ class ArchiveResultActor(Actor):
         self.max_attempts = int(engine.base_config["MAX_ATTEMPTS"])
         self.backoff = float(engine.base_config["RETRY_BACKOFF"])
 
-    @classmethod
-    def get_queue(cls):
-        return ArchiveResult.objects.filter(
-            status__in=[AR.QUEUED, AR.BACKOFF, AR.STARTED], retry_at__lte=timezone.now()
-        )
+    queue_states = (AR.QUEUED, AR.BACKOFF, AR.STARTED)
 
     # -- claiming ------------------------------------------------------------------------
 
