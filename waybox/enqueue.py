@@ -93,9 +93,24 @@ def create_crawl(
                 for name in dict.fromkeys([*tag_names, *link_tags.get(s.url, [])])
             ]
             through.objects.bulk_create(rows, batch_size=BULK_BATCH, ignore_conflicts=True)
-    for snapshot in Snapshot.objects.filter(crawl=crawl).select_related("crawl").prefetch_related("tags"):
-        write_snapshot_index(datadir, snapshot, results=[])
     from waybox.engine import wakeup
 
     wakeup.notify("crawl")
+    write_new_indexes(datadir, crawl)
     return crawl
+
+
+class ArchiveWriteError(OSError):
+    """The rows are queued, but the archive folder refused a file (full, read-only...)."""
+
+
+def write_new_indexes(datadir: DataDir, crawl: Crawl) -> None:
+    """index.json for each new Snapshot. If the archive folder refuses, the queued rows stay
+    (the engine writes index.json again when it archives them) and the caller is told why."""
+    for snapshot in Snapshot.objects.filter(crawl=crawl).select_related("crawl").prefetch_related("tags"):
+        try:
+            write_snapshot_index(datadir, snapshot, results=[])
+        except OSError as err:
+            raise ArchiveWriteError(
+                err.errno, f"cannot write in the archive folder {datadir.archive}: {err.strerror or err}"
+            ) from err

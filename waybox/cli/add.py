@@ -106,9 +106,13 @@ def add(app: App, urls: tuple[str, ...], file: str | None, depth: int, tags: tup
         raise click.ClickException("no valid URLs to add")
     overrides = check_plugins(app, plugins)
 
-    from waybox.enqueue import create_crawl
+    from waybox.enqueue import ArchiveWriteError, create_crawl
 
-    crawl = create_crawl(app.datadir, valid, depth=depth, tags=tags, config=overrides, source=source)
+    try:
+        crawl = create_crawl(app.datadir, valid, depth=depth, tags=tags, config=overrides, source=source)
+    except ArchiveWriteError as err:
+        raise click.ClickException(f"{err.strerror}; the URLs are queued and will be archived once "
+                                   "the folder accepts files again (`waybox run`)") from None
     err_console.print(
         f"queued crawl [bold]{crawl.id}[/] with {len(valid)} URL(s)"
         + (f", {len(rejected)} skipped" if rejected else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from waybox.cli import App, err_console, pass_app
 
@@ -19,7 +20,7 @@ def run(app: App, daemon: bool) -> None:
     from waybox.hookspecs import configure
 
     configure(app.config["PYTHON_PLUGINS"])
-    sys.exit(Orchestrator(app.datadir, daemon=daemon, log=lambda m: err_console.print(m)).run())
+    sys.exit(Orchestrator(app.datadir, daemon=daemon, log=lambda m: err_console.print(escape(m))).run())
 
 
 @click.command()
@@ -46,7 +47,7 @@ def update(app: App, failed: bool, bg: bool) -> None:
         return
     from waybox.engine.orchestrator import ALREADY_RUNNING, Orchestrator
 
-    code = Orchestrator(app.datadir, log=lambda m: err_console.print(m)).run()
+    code = Orchestrator(app.datadir, log=lambda m: err_console.print(escape(m))).run()
     if code == ALREADY_RUNNING:
         err_console.print("the running orchestrator will pick them up")
         code = 0

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from waybox.engine import machines, policy, wakeup
 from waybox.engine.context import Engine
+from waybox.engine.errors import report_error
 from waybox.engine.hookrun import FOLLOW_INTERVAL_S, Attempt, Target, hook_timeout, lives_until_seal
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Crawl, Machine, Process, Snapshot
@@ -120,6 +121,7 @@ class Actor:
             self.tick(obj, lease_until, previous_status)
         except Exception as err:  # one bad object must not stop the actor
             traceback.print_exc()
+            report_error(self.engine.datadir, f"{type(obj).__name__} {obj.pk}: {type(err).__name__}: {err}")
             fire("on_actor_tick_exception", actor=self, obj=obj, exception=err)
             machines.release(obj, lease_until, timezone.now() + timedelta(seconds=self.max_tick))
         fire("on_actor_tick_end", actor=self, obj=obj)

@@ -8,10 +8,12 @@ import time
 from django.utils import timezone
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from waybox.engine import wakeup
+from waybox.engine.errors import ERRORS_LOG, ErrorFeed
 from waybox.engine.orchestrator import ALREADY_RUNNING, SHUTDOWN_WAIT_S, OrchestratorLock
 from waybox.models import ArchiveResult, Crawl, Process, Snapshot
 
@@ -50,11 +52,14 @@ def archive_in_foreground(app, crawl: Crawl) -> int:
     from waybox.cli import err_console
 
     started = time.monotonic()
+    errors = ErrorFeed(app.datadir.logs / ERRORS_LOG)
     with Live(progress_view(crawl, started), console=err_console, refresh_per_second=4, transient=False) as live:
         last = [0.0]
 
         def refresh() -> None:
             if time.monotonic() - last[0] >= REFRESH_S:
+                for line in errors.new_lines():
+                    live.console.print(f"[red]error:[/] {escape(line)}")
                 crawl.refresh_from_db()
                 live.update(progress_view(crawl, started))
                 last[0] = time.monotonic()

@@ -23,6 +23,7 @@ from waybox.datadir import DataDir
 from waybox.engine import wakeup
 from waybox.engine.actors import ACTOR_TYPES, ArchiveResultActor
 from waybox.engine.context import Engine
+from waybox.engine.errors import ERRORS_LOG, ErrorFeed
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Binary, Crawl, Process, Snapshot
 
@@ -117,6 +118,7 @@ class Orchestrator:
         self.actors: dict[str, list[Process]] = {kind: [] for kind in ACTOR_TYPES}
         self.row: Process | None = None
         self.last_orphans: dict[str, int] = {}
+        self.errors = ErrorFeed(datadir.logs / ERRORS_LOG)
 
     def limits(self) -> dict[str, int]:
         config = self.engine.base_config
@@ -150,6 +152,8 @@ class Orchestrator:
         try:
             while not self.stopping:
                 queues = self.spawn_for_due_work()
+                for line in self.errors.new_lines():
+                    self.log(f"error: {line}")
                 self.on_tick()
                 if time.monotonic() - last_stale_check > STALE_CHECK_EVERY_S:
                     release_dead_leases()

@@ -208,8 +208,8 @@ class Process(Row):
             stdout_path=str(logs / f"{log_name}.stdout.log"),
             stderr_path=str(logs / f"{log_name}.stderr.log"),
         )
-        osproc.write_cmd_sh(logs / f"{log_name}.cmd.sh", shown_cmd, str(cwd), env)
         try:
+            osproc.write_cmd_sh(logs / f"{log_name}.cmd.sh", shown_cmd, str(cwd), env)
             popen = osproc.spawn(
                 str(row.id), list(cmd), str(cwd), env, Path(row.stdout_path), Path(row.stderr_path),
                 pipe_stdout=pipe_stdout,
@@ -218,12 +218,16 @@ class Process(Row):
             row.status, row.ended_at, row.stderr_tail = cls.Status.EXITED, timezone.now(), f"failed to start: {err}"
             row.save(update_fields=["status", "ended_at", "stderr_tail", "modified_at"])
             raise
-        (logs / f"{log_name}.pid").write_text(f"{popen.pid}\n")
         started = osproc.os_start_time(popen.pid)
         row.pid = popen.pid
         row.started_at = _from_epoch(started) if started else timezone.now()
         row.status = cls.Status.RUNNING
         row.save(update_fields=["pid", "started_at", "status", "modified_at"])
+        try:
+            (logs / f"{log_name}.pid").write_text(f"{popen.pid}\n")
+        except OSError:
+            row.kill_tree(grace=1.0)  # started but not fully recorded (a full disk): never leave it running
+            raise
         return row
 
     @property
