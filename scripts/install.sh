@@ -31,6 +31,9 @@ if [ "$DEV" = 1 ]; then
 else
   .venv/bin/pip install -q --disable-pip-version-check -e .
 fi
+# Byte-compile waybox itself (an editable install is not compiled by pip): every command and
+# worker then starts without compiling ~100 modules, also where PYTHONDONTWRITEBYTECODE is set.
+.venv/bin/python -m compileall -q waybox >/dev/null
 # npm packages of plugins (single-file-cli, @mozilla/readability) from their lock files;
 # playwright drives the system chromium and never downloads a browser.
 bash scripts/install-plugin-deps.sh

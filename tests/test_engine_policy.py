@@ -96,6 +96,25 @@ def test_background_hooks_stopped_at_the_seal_are_judged_by_what_they_left(hook:
     assert (outcome.status, outcome.retry_in) == (status, None)
 
 
+@pytest.mark.parametrize(
+    ("hook", "status"),
+    [
+        (run(None, "succeeded"), "succeeded"),  # ended while its worker was dead: code unknown
+        (run(None, "failed"), "failed"),
+        (run(-15, "succeeded", interrupted=True), "succeeded"),  # shutdown after it reported
+        (run(-15, None, files=True, interrupted=True), "queued"),  # shutdown before: runs again
+    ],
+)
+def test_a_reported_verdict_stands_when_nothing_contradicts_it(hook: HookRun, status: str) -> None:
+    """Crash recovery and shutdown must never make a successful attempt run twice."""
+    outcome = decide(hook, attempts=1, max_attempts=3, backoff_base=60)
+    assert outcome.status == status
+
+
+def test_a_known_crash_after_a_reported_success_is_still_a_failure() -> None:
+    assert decide(run(2, "succeeded"), 1, 3, 60).status == "backoff"
+
+
 @given(st.integers(-64, 300) | st.none(), st.sampled_from([None, "succeeded", "failed", "skipped"]), st.booleans(),
        st.booleans(), st.booleans(), st.integers(1, 10), st.integers(1, 10), st.integers(0, 1000))
 def test_decide_is_total_and_consistent(code, reported, files, timed_out, sealed, attempts, max_attempts, base) -> None:
@@ -103,6 +122,8 @@ def test_decide_is_total_and_consistent(code, reported, files, timed_out, sealed
     outcome = decide(hook, attempts, max_attempts, base)
     assert outcome.status in ("succeeded", "failed", "skipped", "backoff")
     assert (outcome.status == "backoff") == (outcome.retry_in is not None)
+    if code is None and reported in ("succeeded", "failed", "skipped") and not timed_out:
+        assert outcome.status == reported
     if outcome.status == "backoff":
         assert attempts < max_attempts and outcome.retry_in == base * 2 ** (attempts - 1)
 

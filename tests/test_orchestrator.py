@@ -157,6 +157,63 @@ def test_sigterm_stops_hooks_and_leaves_results_rerunnable(ledger: Waybox) -> No
     assert_consistent(ledger)
 
 
+def kill_engine(orchestrator: subprocess.Popen) -> None:
+    """kill -9 the orchestrator and every worker it started, as a power cut would."""
+    for pid in [*worker_pids(orchestrator.pid), orchestrator.pid]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    orchestrator.wait(10)
+
+
+def ledger_count(wb: Waybox, hook: str) -> int:
+    return sum(1 for line in ledger_lines(wb) if line[0] == hook)
+
+
+def test_hook_that_succeeds_while_its_worker_is_dead_is_not_run_again(ledger: Waybox, tmp_path: Path) -> None:
+    """The orphaned hook finishes on its own; recovery must take its reported success, although
+    its exit code is unknown (it was not the new worker's child)."""
+    gate = tmp_path / "gate"
+    ledger("config", "--set", f"LEDGER_GATE={gate}")
+    ledger("add", "--bg", "http://127.0.0.1:9/orphan")
+    orchestrator = start(ledger, "run")
+    try:
+        wait_for(lambda: any(r["status"] == "started" and r["hook_name"] == "on_Snapshot__00_first.sh"
+                             for s in snapshots(ledger) for r in s["archiveresults"]), what="the first hook")
+        kill_engine(orchestrator)
+        gate.touch()
+        wait_for(lambda: ledger_count(ledger, "on_Snapshot__00_first.sh") == 1, what="the orphan to finish")
+    finally:
+        if orchestrator.poll() is None:
+            orchestrator.kill()
+        orchestrator.wait()
+    ledger("run", timeout=120)
+    assert_consistent(ledger)
+    (row,) = snapshots(ledger)
+    first = next(r for r in row["archiveresults"] if r["hook_name"] == "on_Snapshot__00_first.sh")
+    assert (first["status"], first["attempts"]) == ("succeeded", 1), first
+
+
+def test_shutdown_keeps_a_success_reported_before_the_stop(ledger: Waybox) -> None:
+    """A hook that reported success and is stopped by a shutdown before it exits is not re-run."""
+    ledger("config", "--set", "LEDGER_LINGER=60")
+    ledger("add", "--bg", "http://127.0.0.1:9/linger")
+    orchestrator = start(ledger, "run")
+    try:
+        wait_for(lambda: ledger_count(ledger, "on_Snapshot__00_first.sh") == 1, what="a reported success")
+        orchestrator.send_signal(signal.SIGTERM)
+        assert orchestrator.wait(60) == 130
+    finally:
+        if orchestrator.poll() is None:
+            orchestrator.kill()
+        orchestrator.wait()
+    (row,) = snapshots(ledger)
+    first = next(r for r in row["archiveresults"] if r["hook_name"] == "on_Snapshot__00_first.sh")
+    assert first["status"] == "succeeded", first
+    ledger("config", "--set", "LEDGER_LINGER=0")
+    ledger("run", timeout=120)
+    assert_consistent(ledger)
+
+
 def test_python_plugin_hookspecs_fire(ledger: Waybox, tmp_path: Path) -> None:
     record = tmp_path / "events.txt"
     env = {"PYTHONPATH": str(PY_PLUGINS), "RECORDER_FILE": str(record)}
@@ -224,7 +281,7 @@ def worker_pids(parent: int) -> list[int]:
     return pids
 
 
-@pytest.mark.parametrize("trial", range(int(os.environ.get("WAYBOX_KILL_TRIALS", "10"))))
+@pytest.mark.parametrize("trial", range(int(os.environ.get("WAYBOX_KILL_TRIALS", "20"))))
 def test_kill_minus_nine_at_random_moments(ledger: Waybox, trial: int) -> None:
     """kill -9 of the orchestrator or an actor at a seeded random moment, then `waybox run`."""
     import random

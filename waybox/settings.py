@@ -46,10 +46,23 @@ def database_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any
     }
 
 
-def build_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any]:
+CORE_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "waybox.apps.WayboxConfig"]
+
+
+def build_settings(datadir: DataDir, database_url: str = "", *, web: bool = True) -> dict[str, Any]:
+    """Every setting. `web=False` leaves out what only the server needs (admin, sessions,
+    messages, static files, the API): a command starts ~0.1 s sooner and uses less memory, and
+    the models and database are the same."""
+    settings = _base_settings(datadir, database_url)
+    if not web:
+        return {**settings, "INSTALLED_APPS": CORE_APPS}
     from waybox.web.conf import web_settings
 
-    return web_settings({
+    return web_settings(settings)
+
+
+def _base_settings(datadir: DataDir, database_url: str) -> dict[str, Any]:
+    return {
         "DEBUG": False,
         "SECRET_KEY": datadir.secret_key() if datadir.root.exists() else "not-initialised",
         "ALLOWED_HOSTS": ["*"],
@@ -94,14 +107,14 @@ def build_settings(datadir: DataDir, database_url: str = "") -> dict[str, Any]:
         "STATIC_ROOT": str(datadir.root / "logs" / "static"),
         "WAYBOX_DATA_DIR": str(datadir.root),
         "LOGGING": {"version": 1, "disable_existing_loggers": False},
-    })
+    }
 
 
-def setup_django(datadir: DataDir, database_url: str = "") -> None:
+def setup_django(datadir: DataDir, database_url: str = "", *, web: bool = True) -> None:
     import django
     from django.conf import settings
 
     if settings.configured:
         return
-    settings.configure(**build_settings(datadir, database_url))
+    settings.configure(**build_settings(datadir, database_url, web=web))
     django.setup()

@@ -7,6 +7,7 @@ command as a Process row.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from functools import cached_property
@@ -47,11 +48,13 @@ class App:
                 "or pass --data-dir / set WAYBOX_DATA_DIR"
             )
 
-    def boot(self, *, require: bool = True, process_type: str = "cli", need_schema: bool = True) -> None:
+    def boot(self, *, require: bool = True, process_type: str = "cli", need_schema: bool = True,
+             web: bool = False) -> None:
         """Start Django on this collection and register this command as a Process.
 
         `need_schema=False` is for commands that create the tables (`init`, `manage migrate`);
         every other command stops with one line instead of a "no such table" traceback.
+        `web=True` (the server, and whatever migrates) loads the admin, sessions and API apps too.
         """
         if self.booted:
             return
@@ -59,7 +62,7 @@ class App:
             self.require_collection()
         from waybox.settings import setup_django
 
-        setup_django(self.datadir, self.config["DATABASE_URL"])
+        setup_django(self.datadir, self.config["DATABASE_URL"], web=web)
         self.booted = True
         if self.database_ready():
             self.register_process(process_type)
@@ -89,8 +92,29 @@ class App:
 pass_app = click.make_pass_decorator(App)
 
 
+# Each command's module, imported only when that command runs: `waybox list` does not pay for
+# the import parsers, the server or the installer.
+COMMAND_MODULES = {
+    "add": "add", "config": "config_cmd", "init": "collection", "install": "install_cmd", "list": "listing",
+    "manage": "manage", "plugins": "plugins_cmd", "process": "process_cmd", "remove": "listing",
+    "run": "engine_cmd", "search": "search_cmd", "server": "server_cmd", "status": "collection",
+    "token": "token_cmd", "update": "engine_cmd", "version": "collection", "worker": "engine_cmd",
+}
+
+
 class WayboxGroup(click.Group):
-    """Turns the errors a user can cause into one clear line and a non-zero exit."""
+    """Loads commands lazily, and turns the errors a user can cause into one clear line and a
+    non-zero exit."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"waybox.cli.{module_name}")
+        return next(c for c in module.COMMANDS if c.name == name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -141,28 +165,3 @@ def _record_exit(code: object) -> None:
         register_exit(code)
     except Exception as err:  # the database may be what failed; the exit code must still go out
         err_console.print(f"[yellow]warning:[/] could not record exit: {escape(str(err))}")
-
-
-def _register_commands() -> None:
-    from waybox.cli import (
-        add,
-        collection,
-        config_cmd,
-        engine_cmd,
-        install_cmd,
-        listing,
-        manage,
-        plugins_cmd,
-        process_cmd,
-        search_cmd,
-        server_cmd,
-        token_cmd,
-    )
-
-    for module in (add, collection, config_cmd, engine_cmd, install_cmd, listing, manage, plugins_cmd, process_cmd,
-                   search_cmd, server_cmd, token_cmd):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register_commands()

@@ -47,7 +47,7 @@ def init(app: App, force: bool, rebuild: bool) -> None:
     if not datadir.config_file.exists():
         datadir.config_file.write_text(CONFIG_HEADER)
     datadir.secret_key()
-    app.boot(require=True, need_schema=False)
+    app.boot(require=True, need_schema=False, web=True)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)

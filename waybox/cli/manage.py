@@ -13,7 +13,7 @@ from waybox.cli import App, pass_app
 @pass_app
 def manage(app: App, args: tuple[str, ...]) -> None:
     """Run a Django management command (e.g. `waybox manage createsuperuser`)."""
-    app.boot(need_schema=False)
+    app.boot(need_schema=False, web=True)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(["waybox manage", *args])

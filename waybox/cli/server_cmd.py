@@ -269,7 +269,7 @@ def apply_migrations(app: App) -> None:
 @pass_app
 def server(app: App, bind: str | None, no_orchestrator: bool, workers: int, threads: int) -> None:
     """Serve the web UI and REST API (and archive what is added) until stopped."""
-    app.boot(process_type="server")
+    app.boot(process_type="server", web=True)
     bind = bind or app.config["BIND_ADDR"] or "127.0.0.1:8000"
     split_bind(bind)
     app.datadir.create_layout()

@@ -16,6 +16,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -306,8 +307,6 @@ class ArchiveResultActor(Actor):
             attempt.follow()
             self.finish(attempt, policy.HookRun(None, None, False), f"could not start: {err}")
             return
-        ArchiveResult.objects.filter(pk=result.pk).update(process=process)
-        result.process = process
         self.supervise(attempt, process.pid)
         if hook.background:
             machines.wake_owner(result)  # a launched background hook no longer holds its step
@@ -325,23 +324,28 @@ class ArchiveResultActor(Actor):
     def recover(self, result: ArchiveResult, hook, target: Target, config) -> None:
         """A started result whose lease ran out: the worker that ran its hook is gone.
 
-        The orphaned hook is stopped, and the result is finished from what the hook wrote:
-        a hook that reported success is never run again.
+        Whatever is left of the hook is stopped: also when its row still says queued (the
+        worker died mid-launch) or exited (it was marked stale), since its process is found by
+        the WAYBOX_PROCESS_ID it carries. The result is then finished from what the hook wrote,
+        so a hook that reported success is never run again.
         """
         row = result.process
-        if row is None or row.status == Process.Status.QUEUED or hook is None:
+        if row is not None:
+            row.kill_tree(float(config["BG_HOOK_GRACE"]))
+        if row is None or hook is None or not Path(row.stdout_path or "").exists():
             machines.requeue_result(result, self.worker, "its worker stopped before the hook started")
             return
         attempt = Attempt(result, hook, target, config, self.worker)
         attempt.process = row
-        if row.status == Process.Status.RUNNING:
-            row.kill_tree(attempt.grace)
         sealed = hook.background and self.owner_sealed(result)
         self.finish(attempt, attempt.conclude(row.exit_code, stopped_at_seal=sealed))
 
     def finish(self, attempt: Attempt, run: policy.HookRun, error: str = "") -> None:
         result = attempt.result
         outcome = policy.decide(run, result.attempts, self.max_attempts, self.backoff)
+        if outcome.status == AR.QUEUED:
+            machines.requeue_result(result, self.worker, outcome.message)
+            return
         fields = attempt.output_fields()
         if error:
             fields["output_str"] = f"{fields.get('output_str') or ''} {error}".strip()
@@ -379,14 +383,20 @@ class ArchiveResultActor(Actor):
             timed_out = not exited and time.monotonic() >= attempt.deadline
             # backstop for a seal whose SIGTERM never came (its worker died right after sealing)
             orphaned = not exited and attempt.hook.background and check_owners and self.owner_sealed(attempt.result)
-            if not (exited or timed_out or orphaned):
-                continue
-            if not exited:
-                attempt.stop()
-            self.forget(pk)
-            sealed = attempt.hook.background and not timed_out and self.owner_sealed(attempt.result)
-            self.finish(attempt, attempt.conclude(attempt.process.exit_code, timed_out=timed_out,
-                                                  stopped_at_seal=sealed))
+            if exited or timed_out or orphaned:
+                self.settle(pk, timed_out=timed_out)
+
+    def settle(self, pk, *, timed_out: bool = False, interrupted: bool = False) -> None:
+        """Stop the hook if it still runs, stop watching it and finish its result."""
+        attempt = self.running[pk].attempt
+        still_running = attempt.process.poll() is None and attempt.process.status != Process.Status.EXITED
+        if still_running:
+            attempt.stop()
+        self.forget(pk)
+        sealed = attempt.hook.background and not timed_out and self.owner_sealed(attempt.result)
+        run = attempt.conclude(attempt.process.exit_code, timed_out=timed_out, stopped_at_seal=sealed,
+                               interrupted=interrupted and still_running)
+        self.finish(attempt, run)
 
     def forget(self, pk) -> None:
         running = self.running.pop(pk)
@@ -401,17 +411,11 @@ class ArchiveResultActor(Actor):
         return Crawl.objects.filter(pk=result.crawl_id, status=Crawl.Status.SEALED).exists()
 
     def on_shutdown(self) -> None:
-        """Stop every hook we supervise. Results whose owner is still in progress are left
-        re-runnable; background hooks of a sealed owner were done anyway and are finished."""
-        for pk, running in list(self.running.items()):
-            attempt = running.attempt
-            attempt.stop()
-            self.forget(pk)
-            if attempt.hook.background and self.owner_sealed(attempt.result):
-                self.finish(attempt, attempt.conclude(attempt.process.exit_code, stopped_at_seal=True))
-            else:
-                attempt.conclude(attempt.process.exit_code)
-                machines.requeue_result(attempt.result, self.worker, "stopped by shutdown; will run again")
+        """Stop every hook we supervise. A hook that had not reported is left re-runnable
+        (without using up an attempt); one that ended or reported first keeps its verdict;
+        background hooks of a sealed owner were done anyway and are finished."""
+        for pk in list(self.running):
+            self.settle(pk, interrupted=True)
 
 
 ACTOR_TYPES: dict[str, type[Actor]] = {a.kind: a for a in (CrawlActor, SnapshotActor, ArchiveResultActor)}

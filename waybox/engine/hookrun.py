@@ -134,10 +134,16 @@ class Attempt:
             timeout=self.timeout,
             log_dir=self.log_dir,
             log_name=self.hook.name,
+            on_record=self.link,
         )
         self.deadline = time.monotonic() + (float("inf") if lives_until_seal(self.hook) else self.timeout)
         self.sink = RecordSink(self.result, self.target.snapshot, self.process, self.config, self.log)
         return self.process
+
+    def link(self, process: Process) -> None:
+        """Tie the result to its Process row before the hook starts (see `recover`)."""
+        ArchiveResult.objects.filter(pk=self.result.pk).update(process=process)
+        self.result.process = process
 
     def log(self, message: str) -> None:
         """Problems with the hook's output go to its stderr log, beside its own messages."""
@@ -172,7 +178,7 @@ class Attempt:
         self.process.kill_tree(self.grace)
 
     def conclude(self, exit_code: int | None, *, timed_out: bool = False,
-                 stopped_at_seal: bool = False) -> policy.HookRun:
+                 stopped_at_seal: bool = False, interrupted: bool = False) -> policy.HookRun:
         """Read the rest of stdout and sum the attempt up for `policy.decide`."""
         self.follow()
         for line in self.splitter.close():
@@ -187,6 +193,7 @@ class Attempt:
             timed_out=timed_out,
             timeout=self.timeout,
             stopped_at_seal=stopped_at_seal,
+            interrupted=interrupted,
         )
 
     def output_fields(self) -> dict:

@@ -23,8 +23,10 @@ from django.utils import timezone
 
 from waybox import proc as osproc
 from waybox.archive import write_json_atomic, write_snapshot_index
+from waybox.datadir import DataDir
 from waybox.engine import policy, wakeup
 from waybox.engine.context import Engine
+from waybox.engine.errors import report_error
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Crawl, Process, Snapshot
 
@@ -178,7 +180,7 @@ def start_snapshot(engine: Engine, snapshot: Snapshot) -> bool:
     """queued -> started, creating one result per enabled hook in the same transaction, so a
     crash can never leave a started Snapshot without its results. False when
     MAX_CONCURRENT_SNAPSHOTS are already in progress (checked in the same transaction)."""
-    engine.datadir.snapshot_dir(snapshot.id).mkdir(parents=True, exist_ok=True)
+    make_folder(engine.datadir, snapshot)
     limit = int(engine.base_config["MAX_CONCURRENT_SNAPSHOTS"])
     with transaction.atomic():
         if Snapshot.objects.filter(status=Snapshot.Status.STARTED).count() >= limit:
@@ -187,7 +189,7 @@ def start_snapshot(engine: Engine, snapshot: Snapshot) -> bool:
                           retry_at=now(), started_at=now(), current_step=0, lease_owner=None):
             return True
         create_results(engine, "Snapshot", engine.config_for(snapshot.crawl, snapshot), snapshot=snapshot)
-    write_snapshot_index(engine.datadir, snapshot)
+    refresh_index(engine.datadir, snapshot)
     wakeup.notify("snapshot")
     return True
 
@@ -230,7 +232,7 @@ def seal_snapshot(engine: Engine, snapshot: Snapshot) -> None:
     folder = engine.datadir.snapshot_dir(snapshot.id)
     stop_background_hooks(engine, snapshot.results.all(), folder, engine.config_for(snapshot.crawl, snapshot))
     Snapshot.objects.filter(pk=snapshot.pk).update(output_size=folder_size(folder))
-    write_snapshot_index(engine.datadir, snapshot)
+    refresh_index(engine.datadir, snapshot)
     wake(Crawl, snapshot.crawl_id, "crawl")
     wake_waiting_snapshots(1)
 
@@ -330,6 +332,23 @@ def after_result_change(result: ArchiveResult) -> None:
     if result.snapshot_id:
         from django.conf import settings
 
-        from waybox.datadir import DataDir
+        refresh_index(DataDir(Path(settings.WAYBOX_DATA_DIR)), Snapshot(pk=result.snapshot_id))
 
-        write_snapshot_index(DataDir(Path(settings.WAYBOX_DATA_DIR)), Snapshot(pk=result.snapshot_id))
+
+def make_folder(datadir: DataDir, snapshot: Snapshot) -> None:
+    """A Snapshot whose folder cannot be made (a read-only or full archive folder) still
+    starts: its hooks then fail to launch and are retried with back-off like any other
+    failure, so `waybox run` ends and `waybox update --failed` picks them up later."""
+    try:
+        datadir.snapshot_dir(snapshot.id).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        report_error(datadir, f"Snapshot {snapshot.id}: cannot create its folder: {err}")
+
+
+def refresh_index(datadir: DataDir, snapshot: Snapshot) -> None:
+    """index.json is a copy of the database (for `init --rebuild`); failing to write it is
+    reported, never fatal: the next change of the Snapshot writes it again."""
+    try:
+        write_snapshot_index(datadir, snapshot)
+    except OSError as err:
+        report_error(datadir, f"Snapshot {snapshot.pk}: cannot write index.json: {err}")

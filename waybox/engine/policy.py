@@ -31,6 +31,7 @@ class HookRun:
     timed_out: bool = False
     timeout: float = 0
     stopped_at_seal: bool = False
+    interrupted: bool = False  # waybox stopped it (shutdown), through no fault of its own
     error: str = ""
 
 
@@ -45,6 +46,13 @@ def decide(run: HookRun, attempts: int, max_attempts: int, backoff_base: float) 
         return _stopped_at_seal(run)
     if run.timed_out:
         return _hard_failure(f"timed out after {run.timeout:g} s", attempts, max_attempts, backoff_base)
+    if run.reported_status in FINAL and (run.exit_code is None or run.interrupted):
+        # Its own verdict stands when nothing contradicts it: the exit code is unknown (it ended
+        # while its worker was dead) or waybox stopped it after it reported. Re-running it would
+        # make a successful attempt run twice.
+        return Outcome(run.reported_status, None, run.error)
+    if run.interrupted:
+        return Outcome("queued", 0, "stopped by waybox before it finished; will run again")
     if run.exit_code == SKIP_EXIT_CODE or run.reported_status == "skipped":
         return Outcome("skipped", None, run.error or "skipped by the hook")
     if run.exit_code == 0:

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -182,12 +183,15 @@ class Process(Row):
         log_dir: str | Path | None = None,
         log_name: str = "process",
         pipe_stdout: bool = False,
+        on_record: Callable[[Process], object] | None = None,
     ) -> Process:
         """Start `cmd` in its own process group with a pid file, cmd.sh and log files.
 
         With `pipe_stdout` the caller reads stdout from `process.popen.stdout` as it arrives
         (and is responsible for copying it to `stdout_path`); otherwise it goes to the file.
         The row and cmd.sh get the command and env with secret values redacted.
+        `on_record` gets the row before the process starts, so whoever owns it can be linked
+        to it first: a caller that dies mid-launch still leaves a row that finds the process.
         """
         env = env or {}
         cwd = Path(cwd)
@@ -208,6 +212,8 @@ class Process(Row):
             stdout_path=str(logs / f"{log_name}.stdout.log"),
             stderr_path=str(logs / f"{log_name}.stderr.log"),
         )
+        if on_record is not None:
+            on_record(row)
         try:
             osproc.write_cmd_sh(logs / f"{log_name}.cmd.sh", shown_cmd, str(cwd), env)
             popen = osproc.spawn(
