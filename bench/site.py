@@ -2,34 +2,40 @@
 """A depth-1 crawl of a local multi-page site with every built-in plugin, at 1 and at 4 concurrent
 Snapshots: pages per minute, CPU seconds per page and peak memory of waybox's own processes.
 
-    .venv/bin/python bench/site.py [--concurrency 1,4] [--repeat 1] [--pages 8] [--keep]
+    .venv/bin/python bench/site.py [--concurrency 1,4] [--repeat 1] [--pages 8] [--actors N] [--keep]
 
 The site is a copy of tests/fixtures/site in a temp dir whose index.html links to the fixture's
 HTML pages and to --pages generated articles; the script serves it itself (threaded HTTP server
 on 127.0.0.1, free port), so nothing but 127.0.0.1 is needed. Each run gets a fresh collection
-(`waybox init`, the default plugins, MAX_CONCURRENT_SNAPSHOTS = the level; MAX_CONCURRENT_ACTORS
-and MAX_CONCURRENT_HOOKS stay at their defaults unless the level needs more) and runs
-`waybox add --depth 1 <site>/index.html` in the foreground until it exits. Levels alternate
-when --repeat > 1, so drifting load on the machine hits them alike; figures are medians.
+(`waybox init`, the default plugins, every one enabled) with MAX_CONCURRENT_SNAPSHOTS = the level
+and MAX_CONCURRENT_ACTORS = the level too (the engine sized for that many Snapshots; --actors
+pins it, e.g. to the default 4), MAX_CONCURRENT_HOOKS at its default 8 (two per Snapshot above
+4), and runs `waybox add --depth 1 <site>/index.html` in the foreground until it exits. Levels
+alternate when --repeat > 1, so drifting load on the machine hits them alike; figures are medians.
 
 How it measures, and what it may miss:
 - CPU, everything: this script makes itself a child subreaper (prctl), so every process under
   `waybox add` (orchestrator, workers, hooks, chromium, wget, node, including double-forked
   daemons) ends up reaped by a wait in its own parent or in this script, and the growth of
   getrusage(RUSAGE_CHILDREN) across the run is their exact total. The HTTP server is a thread
-  of this script: its CPU is not counted.
+  of this script: its CPU is not counted, but this script's own CPU (sampler and server) is
+  reported apart, since on a small machine it competes with the crawl.
 - CPU by kind: every ~0.15 s the script walks its descendants with psutil and keeps each
   process's last-seen user+system time (pid and start time as the key; cmdline re-read every
   time, so a fork that execs into a hook is re-classified). Kinds, by cmdline: "engine" is
   waybox's own Python (`-m waybox` / bin/waybox: the `add` CLI, the orchestrator, workers);
-  "hooks" the plugin hook scripts; "browser" chromium and everything below it; "tools" the rest
+  "hooks" the plugin hook scripts; "driver" the Playwright driver (a node process) that every
+  browser-using hook starts; "browser" chromium and everything below it; "tools" the rest
   (wget, node/single-file, yt-dlp, git). Sampling misses processes that live less than one
   interval and the CPU a process spends after its last sample: the "sampled" column says how
-  much of the rusage total the samples account for.
+  much of the rusage total the samples account for. The engine's CPU is also split by role
+  (add, run, worker --type=...), and the JSON has the Process rows by type
+  (`waybox process list --json`) next to the pids the samples saw, as a cross-check.
 - Memory: the RSS of each kind summed at each sample (peak over the run; a peak between two
   samples is missed, and a fork caught before its exec counts its parent's pages twice), and
   the largest single process from /proc/<pid>/status VmHWM (exact up to its last sample).
-  The browser is left out of the memory figures.
+  The browser is left out of the table ("non-browser" = engine + hooks + driver + tools); the
+  JSON has it too, but summed RSS overstates chromium, whose processes share much memory.
 - Pages: Snapshots sealed (`waybox list --json`), also per plugin: succeeded / failed /
   skipped / other (backoff means a hard failure left for `waybox update`), so a plugin that
   fails quietly shows. Wall time is from starting `waybox add` to its exit (which includes
@@ -70,7 +76,7 @@ from common import REPO, machine, waybox
 SITE = REPO / "tests" / "fixtures" / "site"
 FIXTURE_PAGES = ["page2.html", "links.html", "media.html", "browser/article.html", "browser/tall.html",
                  "browser/meta-refresh.html"]
-KINDS = ("engine", "hooks", "tools", "browser")
+KINDS = ("engine", "hooks", "driver", "tools", "browser")
 PR_SET_CHILD_SUBREAPER = 36
 DRAIN_S = 15.0  # how long processes may outlive `waybox add` before they count as leftovers
 MB = 2**20
@@ -180,13 +186,16 @@ def kind_of(cmd: list[str], parent_kind: str | None) -> str:
         return "engine"
     if len(cmd) > 1 and cmd[1].endswith(".py") and "/plugins/" in cmd[1]:
         return "hooks"
+    if any("/playwright/driver/" in arg for arg in cmd[:2]):
+        return "driver"
     return "browser" if is_browser(cmd) else "tools"
 
 
 def engine_role(cmd: list[str]) -> str:
-    """'add', 'run', 'worker --type=snapshot': the waybox subcommand, without --data-dir."""
+    """'add', 'run', 'worker --type=snapshot': the waybox subcommand and its --type."""
     start = cmd.index("waybox", 1) + 1 if "waybox" in cmd[1:3] else 2
-    return " ".join(arg for arg in cmd[start:] if not arg.startswith("--data-dir"))[:60]
+    args = [arg for arg in cmd[start:] if not arg.startswith("--data-dir")]
+    return " ".join(args[:1] + [arg for arg in args if arg.startswith("--type=")])
 
 
 def vm_hwm(pid: int) -> int:
@@ -268,6 +277,16 @@ class Sampler:
     def pids(self) -> dict[str, int]:
         return dict(Counter(seen.kind for seen in self.seen.values()))
 
+    def engine_roles(self) -> dict[str, list[float]]:
+        """role -> [processes, CPU seconds]: which part of the engine the CPU goes to."""
+        roles: dict[str, list[float]] = {}
+        for seen in self.seen.values():
+            if seen.kind == "engine":
+                entry = roles.setdefault(engine_role(seen.cmd), [0, 0.0])
+                entry[0] += 1
+                entry[1] = round(entry[1] + seen.cpu, 2)
+        return dict(sorted(roles.items()))
+
 
 def names_path(proc: psutil.Process, needle: str) -> bool:
     with contextlib.suppress(psutil.Error):
@@ -297,11 +316,11 @@ def stop(procs: list[psutil.Process]) -> None:
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=5)
-    for proc in alive:
+    _, remaining = psutil.wait_procs(procs, timeout=5)
+    for proc in remaining:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(alive, timeout=5)
+    psutil.wait_procs(remaining, timeout=5)
     reap()
 
 
@@ -328,11 +347,12 @@ def drain(sampler: Sampler, root: Path, interval: float) -> list[str]:
 
 # -- one run -------------------------------------------------------------------------------
 
-def make_collection(root: Path, level: int) -> dict:
-    """A fresh collection with the default plugins and `level` Snapshots at a time; returns its config."""
+def make_collection(root: Path, level: int, actors: int | None) -> dict:
+    """A fresh collection with the default plugins and `level` Snapshots at a time (actors per type:
+    `actors`, else `level`; hook slots: the default 8, or two per Snapshot); returns its config."""
     root.mkdir(parents=True)
     waybox(root, "init")
-    settings = {"MAX_CONCURRENT_SNAPSHOTS": level, "MAX_CONCURRENT_ACTORS": max(4, level),
+    settings = {"MAX_CONCURRENT_SNAPSHOTS": level, "MAX_CONCURRENT_ACTORS": actors or level,
                 "MAX_CONCURRENT_HOOKS": max(8, 2 * level)}
     waybox(root, "config", *(arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")))
     disabled = [p["plugin"] for p in json.loads(waybox(root, "plugins", "--json").stdout) if not p["enabled"]]
@@ -364,7 +384,7 @@ def follow(proc: subprocess.Popen, sampler: Sampler, interval: float, timeout: f
 def crawl(root: Path, url: str, sampler: Sampler, interval: float, timeout: float) -> dict:
     """Run `waybox add --depth 1 url` in the foreground; wall time, exit code and rusage CPU of the tree."""
     env = {**os.environ, "WAYBOX_DATA_DIR": str(root), "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, own_before = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     with open(root / "bench-add.stdout.log", "wb") as out, open(root / "bench-add.stderr.log", "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "waybox", "add", "--depth", "1", url],
@@ -372,9 +392,13 @@ def crawl(root: Path, url: str, sampler: Sampler, interval: float, timeout: floa
         code, timed_out = follow(proc, sampler, interval, timeout)
     wall = time.perf_counter() - start
     leftovers = drain(sampler, root, interval)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "exit_code": code, "timed_out": timed_out, "cpu_all_s": cpu, "leftovers": leftovers}
+    after, own_after = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    return {"wall_s": wall, "exit_code": code, "timed_out": timed_out, "cpu_all_s": cpu_between(before, after),
+            "bench_own_cpu_s": cpu_between(own_before, own_after), "leftovers": leftovers}
+
+
+def cpu_between(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def outcomes(snapshots: list[dict]) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
@@ -400,6 +424,7 @@ def figures(level: int, repeat: int, timing: dict, sampler: Sampler, root: Path)
     per_page = max(sealed, 1)
     sampled = {kind: sampler.cpu(kind) for kind in KINDS}
     largest, largest_what = sampler.largest(("engine",))
+    peak = {kind: round(sampler.peak_sum[kind] / MB, 1) for kind in (*KINDS, "non-browser")}
     errors = root / "logs" / "errors.log"
     plugin_counts, reasons = outcomes(snapshots)
     return {
@@ -407,12 +432,13 @@ def figures(level: int, repeat: int, timing: dict, sampler: Sampler, root: Path)
         "wall_s": round(timing["wall_s"], 2), "pages_per_min": round(sealed / timing["wall_s"] * 60, 2),
         "cpu_s_per_page": {"all": round(timing["cpu_all_s"] / per_page, 2),
                            **{kind: round(sampled[kind] / per_page, 2) for kind in KINDS}},
-        "cpu_all_s": round(timing["cpu_all_s"], 2),
+        "cpu_all_s": round(timing["cpu_all_s"], 2), "bench_own_cpu_s": round(timing["bench_own_cpu_s"], 2),
         "sampled_share": round(sum(sampled.values()) / timing["cpu_all_s"], 3) if timing["cpu_all_s"] else None,
-        "engine_rss_peak_sum_mb": round(sampler.peak_sum["engine"] / MB, 1),
+        "engine_rss_peak_sum_mb": peak["engine"],
         "engine_rss_largest_mb": round(largest / MB, 1), "engine_rss_largest_is": largest_what,
-        "non_browser_rss_peak_sum_mb": round(sampler.peak_sum["non-browser"] / MB, 1),
-        "samples": sampler.samples, "pids_seen": sampler.pids(),
+        "non_browser_rss_peak_sum_mb": peak["non-browser"], "rss_peak_sum_mb": peak,
+        "rss_largest_mb": {kind: round(sampler.largest((kind,))[0] / MB, 1) for kind in KINDS},
+        "engine_cpu_s_by_role": sampler.engine_roles(), "samples": sampler.samples, "pids_seen": sampler.pids(),
         "process_rows": dict(Counter(row["type"] for row in rows)),
         "exit_code": timing["exit_code"], "timed_out": timing["timed_out"], "leftovers": timing["leftovers"],
         "errors_log_lines": len(errors.read_text().splitlines()) if errors.exists() else 0,
@@ -422,7 +448,7 @@ def figures(level: int, repeat: int, timing: dict, sampler: Sampler, root: Path)
 
 def one_run(level: int, repeat: int, url: str, work: Path, args: argparse.Namespace) -> dict:
     root = work / f"collection-c{level}-r{repeat}"
-    config = make_collection(root, level)
+    config = make_collection(root, level, args.actors)
     load = os.getloadavg()[0]
     sampler = Sampler()
     timing = crawl(root, url, sampler, args.interval, args.timeout)
@@ -442,28 +468,35 @@ NUMERIC = ("sealed", "wall_s", "pages_per_min", "cpu_all_s", "sampled_share", "e
 def median_of(runs: list[dict]) -> dict:
     """Median of each figure over a level's repeats."""
     med = {key: round(statistics.median(r[key] for r in runs), 3) for key in NUMERIC if runs[0][key] is not None}
-    med["cpu_s_per_page"] = {kind: round(statistics.median(r["cpu_s_per_page"][kind] for r in runs), 3)
-                             for kind in runs[0]["cpu_s_per_page"]}
+    for key in ("cpu_s_per_page", "rss_peak_sum_mb", "rss_largest_mb"):
+        med[key] = {kind: round(statistics.median(r[key][kind] for r in runs), 3) for kind in runs[0][key]}
     return med
 
 
-HEADER = (f"{'conc':>4} {'run':>4} {'pages':>5} {'wall s':>7} {'pages/min':>9} | {'CPU s/page: all':>15} "
-          f"{'engine':>6} {'hooks':>6} {'tools':>6} {'browser':>7} {'sampled':>7} | {'engine RSS MB: peak sum':>23} "
-          f"{'largest':>7} | {'non-browser MB':>14}")
+HEADER = (f"{'':>14} {'':>7} {'':>9} | {'CPU seconds per page':^48} | {'peak RSS MB, browser excluded':^42}\n"
+          f"{'conc run pages':>14} {'wall s':>7} {'pages/min':>9} | {'all':>6} {'engine':>6} {'hooks':>6} "
+          f"{'driver':>6} {'tools':>6} {'browser':>7} {'sampled':>7} | {'engine':>7} {'largest':>7} {'hooks':>6} "
+          f"{'driver':>6} {'all':>7}")
 
 
 def table_row(level: int, label: str, f: dict) -> str:
-    cpu = f["cpu_s_per_page"]
+    cpu, rss = f["cpu_s_per_page"], f["rss_peak_sum_mb"]
     share = f"{f['sampled_share'] * 100:.0f}%" if f.get("sampled_share") is not None else "-"
     return (f"{level:>4} {label:>4} {f['sealed']:>5.0f} {f['wall_s']:>7.1f} {f['pages_per_min']:>9.2f} | "
-            f"{cpu['all']:>15.2f} {cpu['engine']:>6.2f} {cpu['hooks']:>6.2f} {cpu['tools']:>6.2f} "
-            f"{cpu['browser']:>7.2f} {share:>7} | {f['engine_rss_peak_sum_mb']:>23.1f} "
-            f"{f['engine_rss_largest_mb']:>7.1f} | {f['non_browser_rss_peak_sum_mb']:>14.1f}")
+            f"{cpu['all']:>6.2f} {cpu['engine']:>6.2f} {cpu['hooks']:>6.2f} {cpu['driver']:>6.2f} {cpu['tools']:>6.2f} "
+            f"{cpu['browser']:>7.2f} {share:>7} | {rss['engine']:>7.1f} {f['engine_rss_largest_mb']:>7.1f} "
+            f"{rss['hooks']:>6.1f} {rss['driver']:>6.1f} {rss['non-browser']:>7.1f}")
+
+
+LEGEND = ("engine = waybox's own Python (add CLI, orchestrator, workers); hooks = plugin hook scripts; driver = the\n"
+          "Playwright node driver each browser hook starts; tools = wget, single-file, yt-dlp, git...; 'all' CPU is\n"
+          "rusage of the whole tree, the kinds are sampled ('sampled' = their share of it); RSS columns are the peak\n"
+          "of the kind's RSS summed at one moment, 'largest' the largest single engine process (VmHWM).")
 
 
 def print_table(runs: list[dict], medians: dict[int, dict], repeat: int) -> None:
     print(HEADER)
-    print("-" * len(HEADER))
+    print("-" * len(HEADER.splitlines()[-1]))
     for run in runs:
         print(table_row(run["concurrency"], str(run["run"]), run))
     if repeat > 1:
@@ -471,6 +504,12 @@ def print_table(runs: list[dict], medians: dict[int, dict], repeat: int) -> None
             print(table_row(level, "med", med))
     largest = {(r["concurrency"], r["engine_rss_largest_is"]) for r in runs}
     print("largest engine process: " + "; ".join(f"c={level}: {what}" for level, what in sorted(largest)))
+    for run in runs:
+        roles = ", ".join(f"{role.replace('--type=', '')} {cpu:.1f} ({count:.0f})"
+                          for role, (count, cpu) in run["engine_cpu_s_by_role"].items())
+        print(f"engine CPU s (processes) c={run['concurrency']} r{run['run']}: {roles}; "
+              f"this script (sampler, HTTP server) {run['bench_own_cpu_s']:.1f}")
+    print(LEGEND)
 
 
 def ratios(medians: dict[int, dict]) -> dict:
@@ -487,6 +526,7 @@ def ratios(medians: dict[int, dict]) -> dict:
         "cpu_s_per_page_engine": ratio(low["cpu_s_per_page"]["engine"], high["cpu_s_per_page"]["engine"]),
         "engine_rss_peak_sum_mb": ratio(low["engine_rss_peak_sum_mb"], high["engine_rss_peak_sum_mb"]),
         "engine_rss_largest_mb": ratio(low["engine_rss_largest_mb"], high["engine_rss_largest_mb"]),
+        "driver_rss_peak_sum_mb": ratio(low["rss_peak_sum_mb"]["driver"], high["rss_peak_sum_mb"]["driver"]),
         "non_browser_rss_peak_sum_mb": ratio(low["non_browser_rss_peak_sum_mb"], high["non_browser_rss_peak_sum_mb"]),
     }
 
@@ -517,30 +557,34 @@ def print_plugins(runs: list[dict]) -> None:
 
 
 def print_problems(runs: list[dict], expected: int) -> None:
+    """Anything that makes a run's figures suspect: missing pages, a bad exit, leftovers, errors."""
+    print("\nproblems:")
+    lines = []
     for run in runs:
         tag = f"c={run['concurrency']} r{run['run']}"
         if run["sealed"] != expected or run["snapshots"] != expected:
-            print(f"  {tag}: {run['sealed']} sealed of {run['snapshots']} Snapshots, site has {expected} pages")
+            lines.append(f"{tag}: {run['sealed']} sealed of {run['snapshots']} Snapshots, site has {expected} pages")
         if run["exit_code"] != 0 or run["timed_out"]:
-            print(f"  {tag}: waybox add exit code {run['exit_code']}, timed out: {run['timed_out']}")
-        for line in run["leftovers"]:
-            print(f"  {tag}: left running (killed): {line}")
+            lines.append(f"{tag}: waybox add exit code {run['exit_code']}, timed out: {run['timed_out']}")
+        lines += [f"{tag}: left running (killed): {line}" for line in run["leftovers"]]
         if run["errors_log_lines"]:
-            print(f"  {tag}: {run['errors_log_lines']} line(s) in logs/errors.log")
+            lines.append(f"{tag}: {run['errors_log_lines']} line(s) in logs/errors.log")
         if run["config"]["disabled_plugins"]:
-            print(f"  {tag}: disabled plugins: {', '.join(run['config']['disabled_plugins'])}")
+            lines.append(f"{tag}: disabled plugins: {', '.join(run['config']['disabled_plugins'])}")
+    print("\n".join(f"  {line}" for line in lines) or "  none")
 
 
 def report(runs: list[dict], pages: list[str], args: argparse.Namespace, elapsed: float) -> None:
     levels = sorted({r["concurrency"] for r in runs})
     medians = {level: median_of([r for r in runs if r["concurrency"] == level]) for level in levels}
     ratio = ratios(medians) if len(levels) > 1 else {}
-    print(f"\nbench/site: depth-1 crawl of {len(pages)} local pages, every built-in plugin, {machine()}, "
-          f"load {os.getloadavg()[0]:.1f} now")
+    actors = "= level" if args.actors is None else str(args.actors)
+    loads = ", ".join(f"{r['load_1min_at_start']:.1f}" for r in runs)
+    print(f"\nbench/site: depth-1 crawl of {len(pages)} local pages, every built-in plugin, {machine()}; "
+          f"MAX_CONCURRENT_SNAPSHOTS = level, MAX_CONCURRENT_ACTORS {actors}; load at start of runs: {loads}")
     print_table(runs, medians, args.repeat)
     print_ratio(medians, ratio)
     print_plugins(runs)
-    print("\nproblems:")
     print_problems(runs, len(pages))
     print(f"\ntotal time {elapsed:.0f} s")
     print(json.dumps({"bench": "site", "machine": machine(), "pages": len(pages), "levels": levels,
@@ -551,9 +595,11 @@ def report(runs: list[dict], pages: list[str], args: argparse.Namespace, elapsed
 # -- main ----------------------------------------------------------------------------------
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--concurrency", default="1,4", help="comma-separated MAX_CONCURRENT_SNAPSHOTS levels")
     parser.add_argument("--repeat", type=int, default=1, help="runs per level (levels alternate)")
+    parser.add_argument("--actors", type=int, default=None,
+                        help="MAX_CONCURRENT_ACTORS (per actor type) for every run; default: the level")
     parser.add_argument("--pages", type=int, default=8, help="generated pages added to the fixture's own")
     parser.add_argument("--interval", type=float, default=0.15, help="seconds between process samples")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one crawl may take")

@@ -14,6 +14,7 @@ import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.conftest import Waybox
@@ -382,3 +383,21 @@ def test_rebuild_reports_each_bad_index_and_keeps_going(waybox: Waybox) -> None:
     assert "unknown Snapshot status 'bogus'" in rebuilt.stderr
     assert "describes Snapshot" in rebuilt.stderr
     assert sorted(s["id"] for s in waybox.json("list", "--json")) == sorted([good["id"], other["id"]])
+
+
+def test_every_command_is_reachable_through_the_lazy_command_table() -> None:
+    """`waybox` imports a command's module only when it runs; a command missing from the table
+    would silently vanish from the CLI."""
+    import importlib
+    import pkgutil
+
+    import waybox.cli
+    from waybox.cli import COMMAND_MODULES, main
+
+    defined = {}
+    for info in pkgutil.iter_modules(waybox.cli.__path__):
+        module = importlib.import_module(f"waybox.cli.{info.name}")
+        defined.update({c.name: info.name for c in getattr(module, "COMMANDS", [])})
+    assert defined == COMMAND_MODULES
+    ctx = click.Context(main)
+    assert all(main.get_command(ctx, name).name == name for name in COMMAND_MODULES)

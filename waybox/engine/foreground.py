@@ -72,10 +72,15 @@ def archive_in_foreground(app, crawl: Crawl) -> int:
 
 
 def follow_or_orchestrate(app, crawl: Crawl, refresh, log) -> int:
-    """Start `waybox run` as a child if no orchestrator holds the lock, then follow the Crawl."""
+    """Start `waybox run` as a child if no orchestrator holds the lock, then follow the Crawl.
+
+    Following is a display refresh every REFRESH_S, not a hand-off: it polls, so it never
+    sits on the wake-up path the engine's processes use (waking on their notifications made
+    this process the busiest one of a crawl).
+    """
     lock = OrchestratorLock(app.datadir)
     launched: Process | None = None
-    waiter = wakeup.Waiter("orchestrator")
+    announced = False
     try:
         while True:
             crawl.refresh_from_db()
@@ -91,17 +96,16 @@ def follow_or_orchestrate(app, crawl: Crawl, refresh, log) -> int:
             if launched is None and lock.acquire():
                 lock.release()
                 launched = launch_orchestrator(app.datadir)
-            else:
-                wakeup.notify("crawl")
+            elif launched is None and not announced:
+                wakeup.notify("crawl")  # another orchestrator's crawl actor: here is a new Crawl
+                announced = True
             refresh()
-            waiter.wait(REFRESH_S)
+            time.sleep(REFRESH_S)
     except KeyboardInterrupt:
         if launched is not None:
             log("stopping the orchestrator; unfinished work stays queued for `waybox run`")
             launched.terminate(grace=SHUTDOWN_WAIT_S)
         return 130
-    finally:
-        waiter.close()
 
 
 def wait_for_idle_exit(lock: OrchestratorLock, launched: Process | None, limit: float = 60.0) -> None:
