@@ -114,25 +114,16 @@ def snapshot_dict(
     }
 
 
-def write_snapshot_index(
-    datadir: DataDir, snapshot: Snapshot, *, results: list[ArchiveResult] | None = None
-) -> Path:
-    """Refresh `archive/<id>/index.json` from the database.
-
-    Results are read fresh unless the caller passes them (a brand-new Snapshot has none, and
-    one query per Snapshot is most of the time `add` spends on a long URL list).
-    """
+def write_snapshot_index(datadir: DataDir, snapshot: Snapshot) -> Path:
+    """Refresh `archive/<id>/index.json` from the database."""
     path = datadir.snapshot_dir(snapshot.id) / INDEX_FILENAME
-    if results is not None:
-        tags = [t.name for t in snapshot.tags.all()]
-        write_json_atomic(path, snapshot_dict(snapshot, tags, results, snapshot.crawl))
-        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / ".index.lock", "a") as lock:
         # writers take turns, each reading the database after the previous one wrote, so the
         # last file written always reflects the last change (no stale read wins)
         fcntl.flock(lock, fcntl.LOCK_EX)
-        fresh = Snapshot.objects.select_related("crawl").prefetch_related("tags").filter(pk=snapshot.pk).first()
+        snapshots = Snapshot.objects.select_related("crawl").defer("crawl__urls")  # the seed list can be MBs
+        fresh = snapshots.prefetch_related("tags").filter(pk=snapshot.pk).first()
         if fresh is not None:
             tags = [t.name for t in fresh.tags.all()]
             results = list(fresh.results.order_by("hook_name"))

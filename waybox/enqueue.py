@@ -7,18 +7,20 @@ the database never waits on the disk.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from waybox.archive import write_snapshot_index
+from waybox.archive import INDEX_FILENAME, snapshot_dict, write_json_atomic
 from waybox.datadir import DataDir
 from waybox.models import Crawl, Snapshot, Tag
 from waybox.parsers import Link
 
 BULK_BATCH = 500
+INDEX_WRITERS = 4
 
 
 def clean_tags(tags: Sequence[str]) -> list[str]:
@@ -106,10 +108,27 @@ class ArchiveWriteError(OSError):
 
 def write_new_indexes(datadir: DataDir, crawl: Crawl) -> None:
     """index.json for each new Snapshot. If the archive folder refuses, the queued rows stay
-    (the engine writes index.json again when it archives them) and the caller is told why."""
-    for snapshot in Snapshot.objects.filter(crawl=crawl).select_related("crawl").prefetch_related("tags"):
+    (the engine writes index.json again when it archives them) and the caller is told why.
+
+    The files are written by a few threads: a folder and a file each is filesystem latency,
+    not CPU, and it is most of what adding a long list costs.
+    """
+    snapshots = Snapshot.objects.filter(crawl=crawl).prefetch_related("tags")
+    with ThreadPoolExecutor(max_workers=INDEX_WRITERS) as pool:
+        batch = []
+        for snapshot in snapshots.iterator(chunk_size=BULK_BATCH):
+            data = snapshot_dict(snapshot, [t.name for t in snapshot.tags.all()], [], crawl)
+            batch.append(pool.submit(write_json_atomic, datadir.snapshot_dir(snapshot.id) / INDEX_FILENAME, data))
+            if len(batch) >= BULK_BATCH:
+                wait_for_writes(datadir, batch)
+                batch = []
+        wait_for_writes(datadir, batch)
+
+
+def wait_for_writes(datadir: DataDir, writes: list[Future]) -> None:
+    for write in writes:
         try:
-            write_snapshot_index(datadir, snapshot, results=[])
+            write.result()
         except OSError as err:
             raise ArchiveWriteError(
                 err.errno, f"cannot write in the archive folder {datadir.archive}: {err.strerror or err}"

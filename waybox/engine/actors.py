@@ -36,6 +36,8 @@ OWNER_CHECK_S = 2.0
 LONG_LEASE_S = 365 * 24 * 3600
 CLAIM_BATCH = 25
 AR = ArchiveResult.Status
+# A Crawl's seed list (one line per URL: MBs for a big import) is never needed to claim or tick.
+LARGE_CRAWL_FIELDS = ("snapshot__crawl__urls", "crawl__urls")
 
 
 class Actor:
@@ -177,7 +179,7 @@ class SnapshotActor(Actor):
     queue_states = (Snapshot.Status.QUEUED, Snapshot.Status.STARTED)
 
     def tick(self, snapshot, lease_until, previous_status) -> None:
-        snapshot = Snapshot.objects.select_related("crawl").get(pk=snapshot.pk)
+        snapshot = Snapshot.objects.select_related("crawl").defer("crawl__urls").get(pk=snapshot.pk)
         machines.tick_snapshot(self.engine, snapshot, lease_until)
 
 
@@ -221,7 +223,7 @@ class ArchiveResultActor(Actor):
                     cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(Machine.current().guid[:15], 16)])
             running = self.running_hooks()
             waiting_owners = set()  # owners with a hook waiting for a slot: keep filename order
-            queue = self.get_queue().select_related("snapshot__crawl", "crawl")
+            queue = self.get_queue().select_related("snapshot__crawl", "crawl").defer(*LARGE_CRAWL_FIELDS)
             for candidate in queue.order_by("retry_at", "snapshot_id", "hook_name")[:CLAIM_BATCH]:
                 owner = (candidate.snapshot_id, candidate.crawl_id)
                 if candidate.status != AR.STARTED:

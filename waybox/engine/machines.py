@@ -219,8 +219,10 @@ def tick_snapshot(engine: Engine, snapshot: Snapshot, lease_until) -> None:
         seal_snapshot(engine, snapshot)
         return
     step = max(step, snapshot.current_step)
-    if step != snapshot.current_step:
-        cas(snapshot, {"status": Snapshot.Status.STARTED, "current_step": snapshot.current_step}, current_step=step)
+    if step != snapshot.current_step and cas(
+        snapshot, {"status": Snapshot.Status.STARTED, "current_step": snapshot.current_step}, current_step=step
+    ):
+        refresh_index(engine.datadir, snapshot)
     enqueue_steps_upto(results, step)
     release(snapshot, lease_until, now() + RECOVERY_INTERVAL)
 
@@ -327,9 +329,13 @@ def wake_owner(result: ArchiveResult) -> None:
 
 
 def after_result_change(result: ArchiveResult) -> None:
-    """Wake the owner first (the next step waits on it), then refresh index.json."""
+    """Wake the owner first (the next step waits on it), then refresh index.json if nobody
+    else will: while the Snapshot is in progress its actor rewrites index.json at each step
+    change and at the seal (once per step rather than once per result); results that end
+    after the seal (background hooks, late retries) are written here."""
     wake_owner(result)
-    if result.snapshot_id:
+    in_progress = Snapshot.objects.filter(pk=result.snapshot_id, status=Snapshot.Status.STARTED)
+    if result.snapshot_id and not in_progress.exists():
         from django.conf import settings
 
         refresh_index(DataDir(Path(settings.WAYBOX_DATA_DIR)), Snapshot(pk=result.snapshot_id))
