@@ -220,11 +220,8 @@ def test_python_plugin_hookspecs_fire(ledger: Waybox, tmp_path: Path) -> None:
     ledger("config", "--set", "PYTHON_PLUGINS=waybox_test_recorder", "--set", "MAX_TICK_TIME=1")
     ledger("add", "--bg", "http://127.0.0.1:9/hooks")
     (row,) = snapshots(ledger)
-    folder = ledger.data_dir / "archive" / row["id"]
-    for child in folder.iterdir():
-        child.unlink()
-    folder.rmdir()
-    folder.write_text("a file where the Snapshot folder should be: the tick must fail\n")
+    folder = ledger.data_dir / "crawls" / row["crawl_id"]
+    folder.write_text("a file where the Crawl folder should be: the tick must fail\n")
     orchestrator = start(ledger, "run", env=env)
     try:
         wait_for(lambda: record.exists() and "on_actor_tick_exception" in record.read_text(), what="tick exception")

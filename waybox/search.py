@@ -53,26 +53,38 @@ def fts5_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def search(text: str, limit: int = 50, offset: int = 0) -> list[Hit]:
+def search(text: str, limit: int = 50, offset: int = 0, *, snippets: bool = True) -> list[Hit]:
     """Best matches first (higher rank is better on both databases), each with a snippet
-    where the words appear ([word] marks them)."""
+    where the words appear ([word] marks them) unless `snippets=False`.
+
+    Ranking happens in an inner query and snippets are made for the returned page only: a
+    snippet for every match (most of a big collection, for common words) is what made a
+    search take as long as a full scan.
+    """
     if _postgres():
-        sql = f"""
-            SELECT snapshot_id, ts_rank(document, q) AS rank,
-                   ts_headline('english', coalesce(title, '') || ' ' || content, q,
-                               'StartSel=[,StopSel=],MaxWords=30,MinWords=10')
+        top = f"""
+            SELECT snapshot_id, title, content, ts_rank(document, q) AS rank, q
             FROM {TABLE}, websearch_to_tsquery('english', %s) AS q
             WHERE document @@ q ORDER BY rank DESC LIMIT %s OFFSET %s"""
+        headline = ("ts_headline('english', coalesce(top.title, '') || ' ' || top.content, top.q, "
+                    "'StartSel=[,StopSel=],MaxWords=30,MinWords=10')")
+        sql = f"SELECT top.snapshot_id, top.rank, {headline if snippets else 'NULL'} FROM ({top}) AS top"
         params = [text, limit, offset]
     else:
         query = fts5_query(text)
         if not query:
             return []
-        sql = f"""
-            SELECT snapshot_id, -bm25({TABLE}, 0, 2.0, 5.0, 3.0, 1.0) AS rank,
-                   snippet({TABLE}, -1, '[', ']', '…', 16)
+        top = f"""
+            SELECT rowid AS id, snapshot_id, -bm25({TABLE}, 0, 2.0, 5.0, 3.0, 1.0) AS rank
             FROM {TABLE} WHERE {TABLE} MATCH %s ORDER BY rank DESC LIMIT %s OFFSET %s"""
         params = [query, limit, offset]
+        sql = f"SELECT snapshot_id, rank, NULL FROM ({top})"
+        if snippets:
+            sql = f"""
+                SELECT top.snapshot_id, top.rank, snippet({TABLE}, -1, '[', ']', '…', 16)
+                FROM ({top}) AS top JOIN {TABLE} ON {TABLE}.rowid = top.id
+                WHERE {TABLE} MATCH %s ORDER BY top.rank DESC"""
+            params.append(query)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(str(r[0]), float(r[1]), r[2] or "") for r in cursor.fetchall()]

@@ -79,7 +79,7 @@ def collect_status(app: App) -> dict:
 
     counts = {}
     for model in (Crawl, Snapshot, ArchiveResult, Process, Binary):
-        rows = model.objects.order_by().values("status").annotate(n=Count("id"))
+        rows = model.objects.order_by().values("status").annotate(n=Count("*"))  # "*": the status index covers it
         counts[model.__name__] = {r["status"]: r["n"] for r in rows}
     db = app.datadir.db_file
     disk = {

@@ -28,5 +28,5 @@ def search_snapshots(query: str | None, qs: QuerySet | None = None) -> QuerySet:
     substring = Q()
     for term in terms:
         substring &= Q(url__icontains=term) | Q(title__icontains=term)
-    hits = [uuid.UUID(h.snapshot_id) for h in search.search(" ".join(terms), limit=MAX_INDEX_HITS)]
+    hits = [uuid.UUID(h.snapshot_id) for h in search.search(" ".join(terms), limit=MAX_INDEX_HITS, snippets=False)]
     return qs.filter(Q(id__in=hits) | substring) if hits else qs.filter(substring)
