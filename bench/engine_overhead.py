@@ -2,7 +2,7 @@
 """N Snapshots x 10 no-op hooks (one per step) through waybox, against a shell baseline that
 runs the same hook processes with the same step barriers at the same parallelism.
 
-    .venv/bin/python bench/engine_overhead.py [--snapshots 200] [--parallel 4]
+    .venv/bin/python bench/engine_overhead.py [--snapshots 200] [--parallel 4] [--actors N]
 
 Prints both wall times and their ratio (target: at most 1.2).
 """
@@ -39,8 +39,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--snapshots", type=int, default=200)
     parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--actors", type=int, default=0, help="MAX_CONCURRENT_ACTORS (default: --parallel)")
     args = parser.parse_args()
     root = noop_collection(args.parallel)
+    actors = args.actors or args.parallel
+    waybox(root, "config", "--set", f"MAX_CONCURRENT_ACTORS={actors}")
     try:
         queue_snapshots(root, args.snapshots)
         engine = timed(lambda: waybox(root, "run"))
@@ -49,7 +52,7 @@ def main() -> None:
         cleanup(root)
     hooks = args.snapshots * len(HOOKS)
     print(f"engine_overhead: {args.snapshots} snapshots x {len(HOOKS)} hooks, parallelism {args.parallel}, "
-          f"{machine()}")
+          f"{actors} actor(s) per type, {machine()}")
     print(f"  waybox run:     {engine:8.2f} s  ({engine / hooks * 1000:.1f} ms per hook)")
     print(f"  shell baseline: {shell:8.2f} s  ({shell / hooks * 1000:.1f} ms per hook)")
     print(f"  ratio:          {engine / shell:8.2f}  (target <= 1.2)")

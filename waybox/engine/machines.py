@@ -219,12 +219,13 @@ def tick_snapshot(engine: Engine, snapshot: Snapshot, lease_until) -> None:
         seal_snapshot(engine, snapshot)
         return
     step = max(step, snapshot.current_step)
-    if step != snapshot.current_step and cas(
+    advanced = step != snapshot.current_step and cas(
         snapshot, {"status": Snapshot.Status.STARTED, "current_step": snapshot.current_step}, current_step=step
-    ):
-        refresh_index(engine.datadir, snapshot)
+    )
     enqueue_steps_upto(results, step)
     release(snapshot, lease_until, now() + RECOVERY_INTERVAL)
+    if advanced:  # after the next step's hooks are due: the index never delays them
+        refresh_index(engine.datadir, snapshot)
 
 
 def seal_snapshot(engine: Engine, snapshot: Snapshot) -> None:
