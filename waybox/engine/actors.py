@@ -29,7 +29,10 @@ from waybox.engine.hookrun import FOLLOW_INTERVAL_S, Attempt, Target, hook_timeo
 from waybox.hookspecs import fire
 from waybox.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 
-IDLE_EXIT_S = 5.0
+# An idle actor lingers this long: a Crawl's actor is needed again at each Snapshot seal, and a
+# restart costs ~0.5 s of CPU. `waybox run` does not wait for it: its orchestrator stops idle
+# actors once all work is done.
+IDLE_EXIT_S = 30.0
 RECOVERY_POLL_S = 1.0
 LEASE_MARGIN_S = 30
 OWNER_CHECK_S = 2.0
