@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -28,6 +29,18 @@ def start(wb: Waybox, *args: str, env: dict | None = None) -> subprocess.Popen:
             env={**os.environ, "WAYBOX_DATA_DIR": str(wb.data_dir), **(env or {})},
             stdout=log, stderr=subprocess.STDOUT, cwd=wb.data_dir,
         )
+
+
+@contextlib.contextmanager
+def running(wb: Waybox, *args: str, env: dict | None = None) -> Iterator[subprocess.Popen]:
+    """`start`, and the process killed (if it still runs) and reaped however the test ends."""
+    process = start(wb, *args, env=env)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
 
 
 def wait_for(predicate, timeout: float = 60, what: str = "condition") -> None:
@@ -138,16 +151,11 @@ def test_second_add_queues_for_the_running_orchestrator(ledger: Waybox, tmp_path
 def test_sigterm_stops_hooks_and_leaves_results_rerunnable(ledger: Waybox) -> None:
     ledger("config", "--set", "LEDGER_SLEEP=30")
     ledger("add", "--bg", "http://127.0.0.1:9/slow")
-    orchestrator = start(ledger, "run")
-    try:
+    with running(ledger, "run") as orchestrator:
         wait_for(lambda: any(r["status"] == "started" for s in snapshots(ledger) for r in s["archiveresults"]),
                  what="a running hook")
         orchestrator.send_signal(signal.SIGTERM)
         assert orchestrator.wait(60) == 130
-    finally:
-        if orchestrator.poll() is None:
-            orchestrator.kill()
-        orchestrator.wait()
     assert not kill_leftovers(ledger.data_dir)
     (row,) = snapshots(ledger)
     assert all(r["status"] in ("queued", "succeeded") for r in row["archiveresults"]), row["archiveresults"]
@@ -175,17 +183,12 @@ def test_hook_that_succeeds_while_its_worker_is_dead_is_not_run_again(ledger: Wa
     gate = tmp_path / "gate"
     ledger("config", "--set", f"LEDGER_GATE={gate}")
     ledger("add", "--bg", "http://127.0.0.1:9/orphan")
-    orchestrator = start(ledger, "run")
-    try:
+    with running(ledger, "run") as orchestrator:
         wait_for(lambda: any(r["status"] == "started" and r["hook_name"] == "on_Snapshot__00_first.sh"
                              for s in snapshots(ledger) for r in s["archiveresults"]), what="the first hook")
         kill_engine(orchestrator)
         gate.touch()
         wait_for(lambda: ledger_count(ledger, "on_Snapshot__00_first.sh") == 1, what="the orphan to finish")
-    finally:
-        if orchestrator.poll() is None:
-            orchestrator.kill()
-        orchestrator.wait()
     ledger("run", timeout=120)
     assert_consistent(ledger)
     (row,) = snapshots(ledger)
@@ -197,15 +200,10 @@ def test_shutdown_keeps_a_success_reported_before_the_stop(ledger: Waybox) -> No
     """A hook that reported success and is stopped by a shutdown before it exits is not re-run."""
     ledger("config", "--set", "LEDGER_LINGER=60")
     ledger("add", "--bg", "http://127.0.0.1:9/linger")
-    orchestrator = start(ledger, "run")
-    try:
+    with running(ledger, "run") as orchestrator:
         wait_for(lambda: ledger_count(ledger, "on_Snapshot__00_first.sh") == 1, what="a reported success")
         orchestrator.send_signal(signal.SIGTERM)
         assert orchestrator.wait(60) == 130
-    finally:
-        if orchestrator.poll() is None:
-            orchestrator.kill()
-        orchestrator.wait()
     (row,) = snapshots(ledger)
     first = next(r for r in row["archiveresults"] if r["hook_name"] == "on_Snapshot__00_first.sh")
     assert first["status"] == "succeeded", first
@@ -222,15 +220,10 @@ def test_python_plugin_hookspecs_fire(ledger: Waybox, tmp_path: Path) -> None:
     (row,) = snapshots(ledger)
     folder = ledger.data_dir / "crawls" / row["crawl_id"]
     folder.write_text("a file where the Crawl folder should be: the tick must fail\n")
-    orchestrator = start(ledger, "run", env=env)
-    try:
+    with running(ledger, "run", env=env) as orchestrator:
         wait_for(lambda: record.exists() and "on_actor_tick_exception" in record.read_text(), what="tick exception")
         folder.unlink()
         assert orchestrator.wait(120) == 0
-    finally:
-        if orchestrator.poll() is None:
-            orchestrator.kill()
-        orchestrator.wait()
     fired = {line.split()[0] for line in record.read_text().splitlines()}
     expected = {
         "on_orchestrator_startup", "on_orchestrator_tick_started", "on_orchestrator_idle",
@@ -286,9 +279,8 @@ def test_kill_minus_nine_at_random_moments(ledger: Waybox, trial: int) -> None:
     rng = random.Random(1000 + trial)
     ledger("config", "--set", f"LEDGER_SLEEP={rng.choice(['0.05', '0.2', '0.5'])}")
     ledger("add", "--bg", *[f"http://127.0.0.1:9/k{trial}-{i}" for i in range(3)])
-    orchestrator = start(ledger, "run")
     victim = None
-    try:
+    with running(ledger, "run") as orchestrator:
         time.sleep(rng.uniform(0.5, 4.0))
         candidates = [orchestrator.pid, *worker_pids(orchestrator.pid)] if orchestrator.poll() is None else []
         if candidates:
@@ -296,9 +288,5 @@ def test_kill_minus_nine_at_random_moments(ledger: Waybox, trial: int) -> None:
             os.kill(victim, signal.SIGKILL)
         if orchestrator.poll() is None and victim != orchestrator.pid:
             orchestrator.wait(120)
-    finally:
-        if orchestrator.poll() is None:
-            orchestrator.kill()
-        orchestrator.wait()
     ledger("run", timeout=180)
     assert_consistent(ledger)
