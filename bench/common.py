@@ -29,9 +29,9 @@ def noop_collection(parallel: int, database_url: str = "") -> Path:
     if database_url:
         (root / "waybox.toml").write_text(f'DATABASE_URL = "{database_url}"\n')
     waybox(root, "init")
+    # one hook per Snapshot and step: `parallel` Snapshots in flight keep `parallel` hooks busy
     waybox(root, "config", "--set", f"PLUGIN_DIRS={NOOP_PLUGINS}", "--set", "PLUGINS=noop",
-           "--set", f"MAX_CONCURRENT_HOOKS={parallel}", "--set", f"MAX_CONCURRENT_ACTORS={parallel}",
-           "--set", f"MAX_CONCURRENT_SNAPSHOTS={parallel}")  # one hook per Snapshot: no slot queueing
+           "--set", f"MAX_CONCURRENT_HOOKS={parallel}", "--set", f"MAX_CONCURRENT_SNAPSHOTS={parallel}")
     return root
 
 

@@ -39,11 +39,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--snapshots", type=int, default=200)
     parser.add_argument("--parallel", type=int, default=4)
-    parser.add_argument("--actors", type=int, default=0, help="MAX_CONCURRENT_ACTORS (default: --parallel)")
+    parser.add_argument("--actors", type=int, default=0, help="MAX_CONCURRENT_ACTORS (default: waybox's default)")
     args = parser.parse_args()
     root = noop_collection(args.parallel)
-    actors = args.actors or args.parallel
-    waybox(root, "config", "--set", f"MAX_CONCURRENT_ACTORS={actors}")
+    if args.actors:
+        waybox(root, "config", "--set", f"MAX_CONCURRENT_ACTORS={args.actors}")
+    actors = waybox(root, "config", "--get", "MAX_CONCURRENT_ACTORS").stdout.strip()
     try:
         queue_snapshots(root, args.snapshots)
         engine = timed(lambda: waybox(root, "run"))

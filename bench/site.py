@@ -9,7 +9,7 @@ HTML pages and to --pages generated articles; the script serves it itself (threa
 on 127.0.0.1, free port), so nothing but 127.0.0.1 is needed. Each run gets a fresh collection
 (`waybox init`, the default plugins, every one enabled) with MAX_CONCURRENT_SNAPSHOTS = the level
 and MAX_CONCURRENT_ACTORS = the level too (the engine sized for that many Snapshots; --actors
-pins it, e.g. to the default 4), MAX_CONCURRENT_HOOKS at its default 8 (two per Snapshot above
+pins it, e.g. to the default 1), MAX_CONCURRENT_HOOKS at its default 8 (two per Snapshot above
 4), and runs `waybox add --depth 1 <site>/index.html` in the foreground until it exits. Levels
 alternate when --repeat > 1, so drifting load on the machine hits them alike; figures are medians.
 
